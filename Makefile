@@ -1,0 +1,44 @@
+# The single entry point. On a fresh Debian 12 machine:
+#   make run    build, then start what the project serves
+#   make test   build everything, run every test; ends with "N passed, N failed"
+# Other targets: deps, build, asan, fuzz, clean. Builds go out of tree into build/.
+
+BUILD       ?= build
+ASAN_BUILD  ?= build-asan
+FUZZ_BUILD  ?= build-fuzz
+FUZZ_SECONDS ?= 20
+CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+.PHONY: all deps build test run asan fuzz clean
+
+all: build
+
+deps:
+	@tools/deps/install.sh
+
+$(BUILD)/build.ninja: | deps
+	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
+
+build: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD)
+
+test: build
+	@tests/run_all.sh $(BUILD)
+
+run: build
+	@tools/run_demo.sh $(BUILD)
+
+# Unit tests and the conformance suite under AddressSanitizer + UBSan.
+asan: deps
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DINKLING_SANITIZE=ON
+	cmake --build $(ASAN_BUILD)
+	@tests/run_all.sh $(ASAN_BUILD)
+
+# Each libFuzzer target for FUZZ_SECONDS, starting from the committed seed corpus.
+fuzz: deps
+	CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINKLING_FUZZ=ON
+	cmake --build $(FUZZ_BUILD)
+	@tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

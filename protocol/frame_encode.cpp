@@ -1,0 +1,90 @@
+#include "protocol/frame_encode.h"
+
+#include <cmath>
+#include <type_traits>
+
+#include "protocol/fields.h"
+#include "protocol/submit_header.h"
+
+namespace inkling::protocol {
+namespace {
+
+// Log-probs are printed with 6 decimals, as upstream; -inf and nan spelled out.
+std::string logprob_text(double lp) {
+    return std::isinf(lp) ? std::string(lp < 0 ? "-inf" : "nan") : format_fixed(lp, 6);
+}
+
+std::string logprobs_tail(const TokenLogprobs& lp) {
+    std::string out = " " + logprob_text(lp.logprob) + " " + std::to_string(lp.top.size());
+    for (const auto& [token, value] : lp.top)
+        out += " " + std::to_string(token) + " " + logprob_text(value);
+    return out;
+}
+
+std::string payload_frame(std::string header, const std::string& payload) {
+    header += '\n';
+    header += payload;
+    header += '\n';
+    return header;
+}
+
+// ERROR details are one line: CR and LF become spaces.
+std::string one_line(std::string text) {
+    for (char& c : text)
+        if (c == '\r' || c == '\n') c = ' ';
+    return text;
+}
+
+}  // namespace
+
+std::string encode(const Frame& frame) {
+    return std::visit(
+        [](const auto& f) -> std::string {
+            using T = std::decay_t<decltype(f)>;
+            if constexpr (std::is_same_v<T, Submit>) {
+                return format_submit_header(f) + "\n" + f.prompt + f.extension + "\n";
+            } else if constexpr (std::is_same_v<T, Stop>) {
+                return "STOP " + f.id + "\n";
+            } else if constexpr (std::is_same_v<T, Cancel>) {
+                return "CANCEL " + f.id + "\n";
+            } else if constexpr (std::is_same_v<T, StatsRequest>) {
+                return "STATS\n";
+            } else if constexpr (std::is_same_v<T, Ready>) {
+                return std::string(kReadySentinel);
+            } else if constexpr (std::is_same_v<T, Accept>) {
+                std::string line = "ACCEPT " + f.id + " " + std::to_string(f.prompt_tokens);
+                if (f.reused) line += " reused=" + std::to_string(*f.reused);
+                return line + "\n";
+            } else if constexpr (std::is_same_v<T, Data>) {
+                std::string header = "DATA " + f.id + " " + std::to_string(f.bytes.size());
+                if (f.logprobs) header += logprobs_tail(*f.logprobs);
+                return payload_frame(std::move(header), f.bytes);
+            } else if constexpr (std::is_same_v<T, Echo>) {
+                return payload_frame("ECHO " + f.id + " " + std::to_string(f.bytes.size()) +
+                                         " " + std::to_string(f.pos) + logprobs_tail(f.logprobs),
+                                     f.bytes);
+            } else if constexpr (std::is_same_v<T, Done>) {
+                const DoneStats& s = f.stat;
+                std::string line = "DONE " + f.id + " STAT " + std::to_string(s.emitted) + " " +
+                                   format_fixed(s.tokens_per_second, 3) + " " +
+                                   format_fixed(s.cache_hit_pct, 1) + " " +
+                                   format_fixed(s.rss_gb, 3) + " " +
+                                   std::to_string(s.prompt_tokens) + " " +
+                                   (s.length_limited ? "1" : "0");
+                for (const auto& [key, value] : s.extra) line += " " + key + "=" + value;
+                return line + "\n";
+            } else if constexpr (std::is_same_v<T, Error>) {
+                std::string line = "ERROR " + f.id + " " + std::string(to_string(f.code));
+                if (!f.detail.empty()) line += " " + one_line(f.detail);
+                return line + "\n";
+            } else if constexpr (std::is_same_v<T, Stats>) {
+                return payload_frame("STATS " + std::to_string(f.json.size()), f.json);
+            } else {
+                static_assert(std::is_same_v<T, Event>);
+                return payload_frame("EVENT " + std::to_string(f.json.size()), f.json);
+            }
+        },
+        frame);
+}
+
+}  // namespace inkling::protocol

@@ -1,0 +1,118 @@
+#include "protocol/tml_render.h"
+
+#include <array>
+#include <stdexcept>
+#include <utility>
+
+#include "protocol/fields.h"
+
+namespace inkling::protocol::tml {
+namespace {
+
+bool is_system(Role r) { return r == Role::System || r == Role::Developer; }
+
+std::string_view role_marker(Role r) {
+    switch (r) {
+    case Role::User: return marker::kMessageUser;
+    case Role::Assistant: return marker::kMessageModel;
+    case Role::Tool: return marker::kMessageTool;
+    case Role::System:
+    case Role::Developer: break;
+    }
+    return marker::kMessageSystem;
+}
+
+std::string effort_message(double effort) {
+    std::string out;
+    out += marker::kMessageSystem;
+    out += marker::kContentText;
+    out += "Thinking effort level: " + format_effort(effort);
+    out += marker::kEndMessage;
+    return out;
+}
+
+// One message per part (TMLv0 carries one content kind per message). `open` leaves the
+// last block without its end marker, for continuing a final assistant message.
+std::string render_message(const Message& m, bool open) {
+    std::string out;
+    std::size_t blocks = 0;
+    for (std::size_t i = 0; i < m.parts.size(); ++i) {
+        const Part& p = m.parts[i];
+        std::string body;
+        switch (p.kind) {
+        case Part::Kind::Text:
+            if (p.text.empty()) continue;
+            body = std::string(marker::kContentText) + p.text;
+            break;
+        case Part::Kind::Thinking:
+            if (m.role != Role::Assistant)
+                throw std::invalid_argument("a thinking part belongs to an assistant message");
+            if (p.text.empty()) continue;
+            body = std::string(marker::kContentThinking) + p.text;
+            break;
+        case Part::Kind::Audio:
+            if (m.role != Role::User)
+                throw std::invalid_argument("an audio part belongs to a user message");
+            if (p.audio_frames == 0) throw std::invalid_argument("an audio part has no frames");
+            body = std::string(marker::kContentAudioInput);
+            body.reserve(body.size() + p.audio_frames * marker::kAudio.size() + 16);
+            for (std::size_t f = 0; f < p.audio_frames; ++f) body += marker::kAudio;
+            body += marker::kAudioEnd;
+            break;
+        }
+        out += role_marker(m.role);
+        out += m.name;
+        out += body;
+        ++blocks;
+        bool last = i + 1 == m.parts.size();
+        if (!(open && last)) out += marker::kEndMessage;
+    }
+    if (m.role == Role::Assistant && blocks > 0 && !open) out += marker::kEndSampling;
+    return out;
+}
+
+}  // namespace
+
+std::optional<double> effort_for_level(std::string_view level) {
+    static constexpr std::array<std::pair<std::string_view, double>, 7> kLevels{{
+        {"none", 0.0},
+        {"minimal", 0.1},
+        {"low", 0.2},
+        {"medium", 0.7},
+        {"high", 0.9},
+        {"max", 0.99},
+        {"xhigh", 0.99},
+    }};
+    for (const auto& [name, value] : kLevels)
+        if (name == level) return value;
+    return std::nullopt;
+}
+
+std::string format_effort(double effort) {
+    return effort == 0.0 ? std::string("0") : format_double(effort);
+}
+
+std::string render(const std::vector<Message>& messages, const RenderOptions& options) {
+    if (!(options.effort >= 0.0 && options.effort <= 1.0))
+        throw std::invalid_argument("effort must lie in [0, 1]");
+    std::string out;
+    bool effort_written = false;
+    for (std::size_t i = 0; i < messages.size(); ++i) {
+        const Message& m = messages[i];
+        if (!effort_written && !is_system(m.role)) {
+            out += effort_message(options.effort);
+            effort_written = true;
+        }
+        bool open = !options.add_generation_prompt && i + 1 == messages.size() &&
+                    m.role == Role::Assistant;
+        out += render_message(m, open);
+    }
+    if (!effort_written) out += effort_message(options.effort);
+    if (options.add_generation_prompt) {
+        out += marker::kMessageModel;
+        if (options.effort == 0.0) out += marker::kContentText;
+    }
+    return out;
+}
+
+}  // namespace inkling::protocol::tml

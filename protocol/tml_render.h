@@ -1,0 +1,69 @@
+// The TMLv0 chat renderer: messages → the prompt text an Inkling engine tokenizes.
+// Gateway and coli both render with this, so a conversation's turns are byte prefixes
+// of each other and the engine can reuse its KV prefix.
+//
+//   std::vector<tml::Message> chat{{tml::Role::User, {tml::Part::text("hi")}}};
+//   std::string prompt = tml::render(chat, {.effort = 0.9});
+//
+// Markers are written as text; the engine's tokenizer matches them as single ids. User
+// text that itself contains a marker string would be read as that marker (a property of
+// every text-level TMLv0 renderer): callers that need literal markers must send ids.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace inkling::protocol::tml {
+
+namespace marker {
+inline constexpr std::string_view kMessageUser = "<|message_user|>";
+inline constexpr std::string_view kMessageModel = "<|message_model|>";
+inline constexpr std::string_view kMessageSystem = "<|message_system|>";
+inline constexpr std::string_view kMessageTool = "<|message_tool|>";
+inline constexpr std::string_view kContentText = "<|content_text|>";
+inline constexpr std::string_view kContentThinking = "<|content_thinking|>";
+inline constexpr std::string_view kContentAudioInput = "<|content_audio_input|>";
+inline constexpr std::string_view kAudio = "<|audio|>";
+inline constexpr std::string_view kAudioEnd = "<|audio_end|>";
+inline constexpr std::string_view kEndMessage = "<|end_message|>";
+inline constexpr std::string_view kEndSampling = "<|content_model_end_sampling|>";
+}  // namespace marker
+
+enum class Role { System, Developer, User, Assistant, Tool };
+
+struct Part {
+    enum class Kind { Text, Thinking, Audio };
+    Kind kind = Kind::Text;
+    std::string text;               // Text, Thinking
+    std::size_t audio_frames = 0;   // Audio: one <|audio|> per DMel frame (50 ms)
+
+    static Part text_part(std::string t) { return {Kind::Text, std::move(t), 0}; }
+    static Part thinking(std::string t) { return {Kind::Thinking, std::move(t), 0}; }
+    static Part audio(std::size_t frames) { return {Kind::Audio, {}, frames}; }
+};
+
+struct Message {
+    Role role = Role::User;
+    std::vector<Part> parts;
+    std::string name;  // author (tool name), plain text between role and content markers
+};
+
+struct RenderOptions {
+    double effort = 0.0;               // "Thinking effort level: X"; 0 forces content mode
+    bool add_generation_prompt = true; // end with <|message_model|>; false leaves a final
+                                       // assistant message open for continuation
+};
+
+// none 0, minimal 0.1, low 0.2, medium 0.7, high 0.9, max / xhigh 0.99.
+std::optional<double> effort_for_level(std::string_view level);
+// The effort as the system line writes it: "0", "0.1", …, "0.99".
+std::string format_effort(double effort);
+
+// Throws std::invalid_argument for parts a role cannot carry (thinking outside an
+// assistant message, audio outside a user message) and for an effort outside [0, 1].
+std::string render(const std::vector<Message>& messages, const RenderOptions& options);
+
+}  // namespace inkling::protocol::tml

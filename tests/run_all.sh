@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Runs every test of a build folder and ends with the plain line "N passed, N failed",
+# counting test cases (doctest) and checks (conformance suites, end-to-end scripts).
+set -uo pipefail
+build="${1:-build}"
+root="$(cd "$(dirname "$0")/.." && pwd)"
+passed=0
+failed=0
+log_dir="$build/test-logs"
+mkdir -p "$log_dir"
+
+# Unit tests: doctest prints "[doctest] test cases: T | P passed | F failed | S skipped".
+run_unit() {
+    local log="$log_dir/unit-tests.log"
+    "$build/unit-tests" --no-intro=false >"$log" 2>&1
+    local rc=$?
+    local line
+    line="$(grep -E '^\[doctest\] test cases:' "$log" | tail -1)"
+    local p f
+    p="$(sed -E 's/.*\| *([0-9]+) passed.*/\1/' <<<"$line")"
+    f="$(sed -E 's/.*\| *([0-9]+) failed.*/\1/' <<<"$line")"
+    if [[ -z "$line" || ! "$p" =~ ^[0-9]+$ ]]; then
+        echo "FAIL unit-tests: no doctest summary (exit $rc); see $log"
+        tail -20 "$log"
+        failed=$((failed + 1))
+        return
+    fi
+    if [[ $rc -ne 0 && $f -eq 0 ]]; then f=1; fi
+    echo "unit-tests: $p passed, $f failed"
+    [[ $f -ne 0 ]] && grep -E 'ERROR|FATAL|TEST CASE|CHECK' "$log" | head -60
+    passed=$((passed + p))
+    failed=$((failed + f))
+}
+
+# A suite that prints PASS/FAIL lines.
+run_suite() {
+    local name="$1"
+    shift
+    local log="$log_dir/$name.log"
+    "$@" >"$log" 2>&1
+    local rc=$?
+    local p f
+    p="$(grep -c '^PASS ' "$log")"
+    f="$(grep -c '^FAIL ' "$log")"
+    if [[ $rc -ne 0 && $f -eq 0 ]]; then
+        echo "FAIL $name: exit status $rc without a FAIL line; see $log"
+        tail -20 "$log"
+        f=1
+    fi
+    echo "$name: $p passed, $f failed"
+    [[ $f -ne 0 ]] && grep -A8 '^FAIL ' "$log" | head -80
+    passed=$((passed + p))
+    failed=$((failed + f))
+}
+
+run_unit
+run_suite conformance-echo "$build/protocol-conformance" --scratch "$log_dir" -- "$build/echo-engine"
+run_suite conformance-echo-1slot "$build/protocol-conformance" --scratch "$log_dir" -- "$build/echo-engine" --slots 1
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
