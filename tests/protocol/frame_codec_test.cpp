@@ -1,0 +1,172 @@
+// Every frame kind: golden bytes where the wire is fixed by compatibility, round trips for
+// all, and the reader fed the encoding split at every possible point.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "protocol/frame_encode.h"
+#include "protocol/frame_reader.h"
+
+using namespace inkling::protocol;
+
+namespace {
+
+std::vector<ReadItem> read_all(Direction dir, std::string_view bytes, std::size_t split) {
+    FrameReader r(dir);
+    r.feed(bytes.substr(0, split));
+    r.feed(bytes.substr(split));
+    r.finish();
+    std::vector<ReadItem> items;
+    while (auto item = r.next()) items.push_back(*item);
+    return items;
+}
+
+Submit sample_submit() {
+    Submit s;
+    s.id = "req-7";
+    s.slot = 2;
+    s.max_tokens = 64;
+    s.temperature = 0.7;
+    s.top_p = 0.95;
+    s.prompt = "line one\nline two \xe2\x82\xac";
+    return s;
+}
+
+std::vector<Frame> engine_input_frames() {
+    Submit plain = sample_submit();
+    Submit audio = sample_submit();
+    audio.id = "a1";
+    audio.prompt = "<|message_user|><|content_audio_input|><|audio|><|end_message|>";
+    for (int i = 0; i < 80; ++i) audio.extension += static_cast<char>(i % 16);
+    Submit keyed = sample_submit();
+    keyed.id = "k1";
+    keyed.options = {123456789012345ull, 40, 1.1, true, 5, true, true};
+    keyed.prompt = "1 2 3";
+    return {plain, audio, keyed, Stop{"req-7"}, Cancel{"a1"}, StatsRequest{}};
+}
+
+std::vector<Frame> engine_output_frames() {
+    return {
+        Ready{},
+        Accept{"req-7", 12, std::nullopt},
+        Accept{"req-8", 12, 9},
+        Data{"req-7", "\xe2\x82", std::nullopt},
+        Data{"req-7", "", std::nullopt},
+        Data{"req-7", "\n", TokenLogprobs{-0.25, {{17, -0.25}, {4, -1.5}}}},
+        Data{"req-7", "x", TokenLogprobs{-HUGE_VAL, {}}},
+        Echo{"req-7", 3, "abc", TokenLogprobs{-2.0, {{1, -0.5}}}},
+        Done{"req-7", DoneStats{5, 12.345, 87.5, 1.25, 12, true, {{"reused", "9"}, {"ttft_ms", "31"}}}},
+        Done{"req-8", DoneStats{0, 0.0, 0.0, 0.0, 3, false, {}}},
+        Error{"req-7", ErrorCode::ContextExceeded, "prompt_tokens=9000 requested=9100 capacity=8192"},
+        Error{"0", ErrorCode::BadRequest, ""},
+        Stats{R"({"kind":"info","model":"m"})"},
+        Event{R"({"kind":"device_lost"})"},
+    };
+}
+
+}  // namespace
+
+TEST_CASE("golden bytes: READY, the audio SUBMIT, DATA, DONE, ERROR") {
+    CHECK(encode(Ready{}) == std::string("\x01\x01READY\x01\x01\n", 10));
+    Submit s;
+    s.id = "1";
+    s.max_tokens = 4;
+    s.temperature = 0.25;
+    s.top_p = 0.9;
+    s.prompt = "<|message_user|><|content_audio_input|><|audio|><|end_message|>";
+    for (int i = 0; i < 80; ++i) s.extension += static_cast<char>(i % 16);
+    CHECK(encode(s) == "SUBMIT 1 0 63 4 0.25 0.9 80\n" + s.prompt + s.extension + "\n");
+    CHECK(encode(Data{"3", "hi", std::nullopt}) == "DATA 3 2\nhi\n");
+    CHECK(encode(Data{"3", "a", TokenLogprobs{std::nan(""), {}}}) == "DATA 3 1 nan 0\na\n");
+    CHECK(encode(Done{"3", DoneStats{2, 10.0, 50.0, 0.5, 7, false, {}}}) ==
+          "DONE 3 STAT 2 10.000 50.0 0.500 7 0\n");
+    CHECK(encode(Error{"3", ErrorCode::Cancelled, ""}) == "ERROR 3 CANCELLED\n");
+    CHECK(encode(Error{"3", ErrorCode::Internal, "a\r\nb"}) == "ERROR 3 INTERNAL a  b\n");
+    CHECK(encode(Stop{"3"}) == "STOP 3\n");
+    CHECK(encode(StatsRequest{}) == "STATS\n");
+    CHECK(encode(Stats{"{}"}) == "STATS 2\n{}\n");
+}
+
+TEST_CASE("SUBMIT keys force field 7 and come in a fixed order") {
+    Submit s = sample_submit();
+    s.prompt = "p";
+    s.options.ids = true;
+    s.options.seed = 5;
+    CHECK(encode(s) == "SUBMIT req-7 2 1 64 0.7 0.95 0 seed=5 ids=1\np\n");
+}
+
+TEST_CASE("every frame kind round-trips through the reader at every split point") {
+    for (auto [dir, frames] : {std::pair{Direction::ToEngine, engine_input_frames()},
+                               std::pair{Direction::FromEngine, engine_output_frames()}}) {
+        for (const Frame& frame : frames) {
+            std::string wire = encode(frame);
+            for (std::size_t split = 0; split <= wire.size(); ++split) {
+                auto items = read_all(dir, wire, split);
+                REQUIRE(items.size() == 1);
+                REQUIRE(std::holds_alternative<Frame>(items[0]));
+                // Compare bytes: NaN log-probs are unequal to themselves.
+                CHECK(encode(std::get<Frame>(items[0])) == wire);
+            }
+        }
+    }
+}
+
+TEST_CASE("a whole stream of frames read one byte at a time") {
+    std::string wire;
+    auto frames = engine_output_frames();
+    for (const auto& f : frames) wire += encode(f);
+    FrameReader r(Direction::FromEngine);
+    for (char c : wire) r.feed(std::string_view(&c, 1));
+    std::size_t n = 0;
+    while (auto item = r.next()) {
+        REQUIRE(std::holds_alternative<Frame>(*item));
+        CHECK(encode(std::get<Frame>(*item)) == encode(frames[n]));
+        ++n;
+    }
+    CHECK(n == frames.size());
+    CHECK(!r.mid_frame());
+}
+
+TEST_CASE("SUBMIT without field 7 but with keys is read too") {
+    auto items = read_all(Direction::ToEngine, "SUBMIT a 0 1 4 0 1 ids=1\n7\n", 0);
+    REQUIRE(items.size() == 1);
+    auto& s = std::get<Submit>(std::get<Frame>(items[0]));
+    CHECK(s.options.ids);
+    CHECK(s.prompt == "7");
+    CHECK(s.extension.empty());
+}
+
+TEST_CASE("client side: unknown kinds are skipped, known malformed kinds are problems") {
+    FrameReader r(Direction::FromEngine);
+    r.feed("HWINFO 8 64 32 0 0 cpu|gpu\nTIERS 1 2 3 0 1\nACCEPT a 3\n");
+    auto item = r.next();
+    REQUIRE(item);
+    CHECK(std::get<Accept>(std::get<Frame>(*item)).prompt_tokens == 3);
+    CHECK(r.skipped_lines() == 2);
+    for (const char* bad : {"ACCEPT a x\n", "ACCEPT a 3 extra=1\n", "DATA a 70000\n", "DATA a 1 0.5\nx\n",
+                            "DONE a STAT 1 2 3\n", "DONE a STAT 1 x 3 4 5 0\n", "DONE a STAT 1 2 3 4 5 2\n",
+                            "ERROR a NO_SUCH_CODE\n", "ERROR\n", "STATS\n", "ECHO a 1 x 0 0\nz\n"}) {
+        FrameReader rr(Direction::FromEngine);
+        rr.feed(bad);
+        auto got = rr.next();
+        REQUIRE_MESSAGE(got, bad);
+        CHECK_MESSAGE(std::holds_alternative<Problem>(*got), bad);
+    }
+}
+
+TEST_CASE("engine side: an ERROR detail keeps its spacing; problems carry the id when readable") {
+    FrameReader r(Direction::FromEngine);
+    r.feed("ERROR x BAD_REQUEST two  spaces\n");
+    CHECK(std::get<Error>(std::get<Frame>(*r.next())).detail == "two  spaces");
+
+    FrameReader e(Direction::ToEngine);
+    e.feed("SUBMIT good-id 0 2 4 0 9\nhi\nSTOP bad id\nCANCEL\n");
+    auto p1 = std::get<Problem>(*e.next());
+    CHECK(p1.id == "good-id");
+    CHECK(p1.code == ErrorCode::BadRequest);
+    CHECK(p1.detail.find("top_p") != std::string::npos);
+    CHECK(std::get<Problem>(*e.next()).id == "bad");
+    CHECK(std::get<Problem>(*e.next()).id == "0");
+    CHECK(!e.next());
+}
