@@ -382,7 +382,7 @@ def config_json(g, layout, dtype):
         return root
     # flat, as save_pretrained writes it after post_init
     t.update({
-        "architectures": ["InklingForCausalLM"], "model_type": "inkling",
+        "architectures": ["InklingForCausalLM"], "model_type": "inkling_text",
         "max_position_embeddings": 4096, "torch_dtype": torch_dtype,
         "conv_kernel_size": g["conv_k"],
         "intermediate_size": g["dense_inter"], "moe_intermediate_size": g["moe_inter"],
