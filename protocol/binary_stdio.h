@@ -4,8 +4,9 @@
 namespace inkling::protocol {
 
 // Windows: stdin and stdout to _O_BINARY (text mode would turn LF into CRLF and break the
-// sentinel) and both unbuffered. Everywhere: SIGPIPE ignored, so a vanished peer shows as
-// an EPIPE write error that the caller handles, not as a silent death by signal.
+// sentinel). Everywhere: stdin and stdout unbuffered (frames go out whole through write(2)
+// anyway, and stdio must not hold bytes back from poll), and on POSIX SIGPIPE ignored, so
+// a vanished peer shows as an EPIPE write error the caller handles, not a death by signal.
 void init_binary_stdio();
 
 }  // namespace inkling::protocol

@@ -9,10 +9,15 @@
 namespace inkling::protocol {
 namespace {
 
-// Log-probs are printed with 6 decimals, as upstream; -inf and nan spelled out.
+// Log-probs are printed with 6 decimals, as upstream; -inf and nan spelled out (a
+// log-probability is never +inf).
 std::string logprob_text(double lp) {
-    return std::isinf(lp) ? std::string(lp < 0 ? "-inf" : "nan") : format_fixed(lp, 6);
+    return std::isinf(lp) ? std::string("-inf") : format_fixed(lp, 6);
 }
+
+// STAT numbers must be finite on the wire (clients reject the frame otherwise): a rate
+// over zero elapsed time becomes 0.
+std::string stat_number(double v, int decimals) { return format_fixed(std::isfinite(v) ? v : 0.0, decimals); }
 
 std::string logprobs_tail(const TokenLogprobs& lp) {
     std::string out = " " + logprob_text(lp.logprob) + " " + std::to_string(lp.top.size());
@@ -66,9 +71,9 @@ std::string encode(const Frame& frame) {
             } else if constexpr (std::is_same_v<T, Done>) {
                 const DoneStats& s = f.stat;
                 std::string line = "DONE " + f.id + " STAT " + std::to_string(s.emitted) + " " +
-                                   format_fixed(s.tokens_per_second, 3) + " " +
-                                   format_fixed(s.cache_hit_pct, 1) + " " +
-                                   format_fixed(s.rss_gb, 3) + " " +
+                                   stat_number(s.tokens_per_second, 3) + " " +
+                                   stat_number(s.cache_hit_pct, 1) + " " +
+                                   stat_number(s.rss_gb, 3) + " " +
                                    std::to_string(s.prompt_tokens) + " " +
                                    (s.length_limited ? "1" : "0");
                 for (const auto& [key, value] : s.extra) line += " " + key + "=" + value;

@@ -146,7 +146,8 @@ void FrameReader::expect_payload(std::uint64_t bytes, bool keep) {
     remaining_ = bytes;
     keep_payload_ = keep;
     payload_.clear();
-    if (keep) payload_.reserve(static_cast<std::size_t>(bytes));
+    // Reserve at most 1 MiB up front; a larger payload grows as its bytes arrive.
+    if (keep) payload_.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(bytes, 1u << 20)));
     state_ = bytes == 0 ? State::Trailer : State::Payload;
 }
 
@@ -186,18 +187,13 @@ void FrameReader::on_payload_complete() {
 }
 
 void FrameReader::on_header(std::string_view line) {
-    if (line.empty()) return;  // blank lines are harmless padding
+    if (line.find_first_not_of(' ') == std::string_view::npos) return;  // blank: padding
     if (direction_ == Direction::ToEngine) on_engine_command(line);
     else on_engine_output(line);
 }
 
 void FrameReader::on_engine_command(std::string_view line) {
     Fields f = split_fields(line);
-    if (f.empty()) {
-        problem(std::string(kUnknownId), ErrorCode::BadRequest,
-                "blank header line: '" + printable(line) + "'");
-        return;
-    }
     auto id_of = [&](std::size_t at) {
         return f.size() > at && is_valid_id(f[at], limits_.max_id_chars) ? std::string(f[at])
                                                                          : std::string(kUnknownId);
@@ -208,14 +204,17 @@ void FrameReader::on_engine_command(std::string_view line) {
             problem(h.id, ErrorCode::BadRequest, h.problem);
             return;
         }
+        // Saturate: absurd declared lengths must not wrap around to a small skip.
+        std::uint64_t total = *h.prompt_bytes + h.extension_bytes;
+        if (total < *h.prompt_bytes) total = UINT64_MAX;
         if (h.request) {
             // Carry the extension length in the frame until the payload arrives.
             h.request->extension.assign(static_cast<std::size_t>(h.extension_bytes), '\0');
             pending_frame_ = std::move(*h.request);
-            expect_payload(*h.prompt_bytes + h.extension_bytes, true);
+            expect_payload(total, true);
         } else {
             pending_problem_ = Problem{h.id, ErrorCode::BadRequest, h.problem};
-            expect_payload(*h.prompt_bytes + h.extension_bytes, false);
+            expect_payload(total, false);
         }
         return;
     }
@@ -266,14 +265,17 @@ void FrameReader::on_engine_output(std::string_view line) {
     };
     const std::string_view kind = f[0];
     if (kind == "ACCEPT") {
-        if (f.size() < 3 || f.size() > 4 || id == kUnknownId) return bad("fields");
+        if (f.size() < 3 || id == kUnknownId) return bad("fields");
         auto n = parse_u64(f[2]);
         if (!n) return bad("prompt_tokens");
         Accept a{id, *n, std::nullopt};
-        if (f.size() == 4) {
-            if (!f[3].starts_with("reused=")) return bad("unknown field");
-            a.reused = parse_u64(f[3].substr(7));
-            if (!a.reused) return bad("reused");
+        // Further fields are key=value; keys we do not know are a newer engine's.
+        for (std::size_t i = 3; i < f.size(); ++i) {
+            if (f[i].find('=') == std::string_view::npos) return bad("field is not key=value");
+            if (f[i].starts_with("reused=")) {
+                a.reused = parse_u64(f[i].substr(7));
+                if (!a.reused) return bad("reused");
+            }
         }
         out_.emplace_back(std::move(a));
     } else if (kind == "DATA") {
@@ -310,12 +312,15 @@ void FrameReader::on_engine_output(std::string_view line) {
     } else if (kind == "ERROR") {
         if (f.size() < 3) return bad("fields");
         if (f[1] != kUnknownId && id == kUnknownId) return bad("id");
-        auto code = error_code_from_string(f[2]);
-        if (!code) return bad("unknown error code");
         // The detail keeps its own spacing: everything after the code token.
         std::size_t after = static_cast<std::size_t>(f[2].data() + f[2].size() - line.data());
         std::string_view detail = line.substr(after);
         if (!detail.empty() && detail.front() == ' ') detail.remove_prefix(1);
+        auto code = error_code_from_string(f[2]);
+        if (!code) {  // a newer engine's code: still an error for that id, kept verbatim
+            out_.emplace_back(Error{id, ErrorCode::Internal, std::string(f[2]) + " " + std::string(detail)});
+            return;
+        }
         out_.emplace_back(Error{id, *code, std::string(detail)});
     } else if (kind == "STATS" || kind == "EVENT") {
         if (f.size() != 2) return bad("fields");

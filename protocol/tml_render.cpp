@@ -36,6 +36,15 @@ std::string effort_message(double effort) {
 std::string render_message(const Message& m, bool open) {
     std::string out;
     std::size_t blocks = 0;
+    // The last part that renders anything (empty text renders nothing).
+    std::size_t last_written = m.parts.size();
+    for (std::size_t i = m.parts.size(); i-- > 0;) {
+        const Part& p = m.parts[i];
+        if (p.kind == Part::Kind::Audio || !p.text.empty()) {
+            last_written = i;
+            break;
+        }
+    }
     for (std::size_t i = 0; i < m.parts.size(); ++i) {
         const Part& p = m.parts[i];
         std::string body;
@@ -64,8 +73,7 @@ std::string render_message(const Message& m, bool open) {
         out += m.name;
         out += body;
         ++blocks;
-        bool last = i + 1 == m.parts.size();
-        if (!(open && last)) out += marker::kEndMessage;
+        if (!(open && i == last_written)) out += marker::kEndMessage;
     }
     if (m.role == Role::Assistant && blocks > 0 && !open) out += marker::kEndSampling;
     return out;

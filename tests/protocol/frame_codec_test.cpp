@@ -144,9 +144,9 @@ TEST_CASE("client side: unknown kinds are skipped, known malformed kinds are pro
     REQUIRE(item);
     CHECK(std::get<Accept>(std::get<Frame>(*item)).prompt_tokens == 3);
     CHECK(r.skipped_lines() == 2);
-    for (const char* bad : {"ACCEPT a x\n", "ACCEPT a 3 extra=1\n", "DATA a 70000\n", "DATA a 1 0.5\nx\n",
+    for (const char* bad : {"ACCEPT a x\n", "ACCEPT a 3 stray\n", "DATA a 70000\n", "DATA a 1 0.5\nx\n",
                             "DONE a STAT 1 2 3\n", "DONE a STAT 1 x 3 4 5 0\n", "DONE a STAT 1 2 3 4 5 2\n",
-                            "ERROR a NO_SUCH_CODE\n", "ERROR\n", "STATS\n", "ECHO a 1 x 0 0\nz\n"}) {
+                            "ERROR\n", "STATS\n", "ECHO a 1 x 0 0\nz\n"}) {
         FrameReader rr(Direction::FromEngine);
         rr.feed(bad);
         auto got = rr.next();
@@ -169,4 +169,28 @@ TEST_CASE("engine side: an ERROR detail keeps its spacing; problems carry the id
     CHECK(std::get<Problem>(*e.next()).id == "bad");
     CHECK(std::get<Problem>(*e.next()).id == "0");
     CHECK(!e.next());
+}
+
+TEST_CASE("client side: a newer engine's ACCEPT keys and ERROR codes are tolerated") {
+    FrameReader r(Direction::FromEngine);
+    r.feed("ACCEPT a 3 reused=2 future=x\nERROR a NO_SUCH_CODE some detail\n");
+    auto a = std::get<Accept>(std::get<Frame>(*r.next()));
+    CHECK(a.reused == 2u);
+    auto e = std::get<Error>(std::get<Frame>(*r.next()));
+    CHECK(e.code == ErrorCode::Internal);
+    CHECK(e.detail == "NO_SUCH_CODE some detail");
+}
+
+TEST_CASE("non-finite STAT numbers are written as 0 so clients can read them") {
+    std::string wire = encode(Done{"a", DoneStats{1, INFINITY, NAN, 0.0, 1, false, {}}});
+    CHECK(wire == "DONE a STAT 1 0.000 0.0 0.000 1 0\n");
+}
+
+TEST_CASE("absurd declared payload lengths saturate instead of wrapping") {
+    FrameReader r(Direction::ToEngine);
+    r.feed("SUBMIT a 0 18446744073709551615 1 0 1 1\nSTOP b\n");
+    // The declared payload (all of the stream) is still being counted off: the STOP is
+    // payload, and nothing comes out until the sender's bytes run out.
+    CHECK(!r.next());
+    CHECK(r.mid_frame());
 }

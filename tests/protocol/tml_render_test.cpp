@@ -99,3 +99,9 @@ TEST_CASE("parts a role cannot carry and bad efforts are refused") {
     CHECK_THROWS_AS(render({Message{Role::User, {Part::audio(0)}, {}}}, {}), std::invalid_argument);
     CHECK_THROWS_AS(render({user("x")}, {.effort = 1.5}), std::invalid_argument);
 }
+
+TEST_CASE("an open final assistant message stays open even when its last part is empty") {
+    Message a{Role::Assistant, {Part::text_part("Hel"), Part::text_part("")}, {}};
+    CHECK(render({user("q"), a}, {.effort = 0.9, .add_generation_prompt = false})
+              .ends_with("<|message_model|><|content_text|>Hel"));
+}
