@@ -1,0 +1,50 @@
+// safetensors files through mmap: one file, a sharded set with model.safetensors.index.json,
+// and any sidecar (audio.safetensors) in the same folder. Headers are validated fully
+// (dtype known, offsets inside the file, byte length = shape × dtype size) before any
+// tensor is handed out.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/model/tensor.h"
+
+namespace inkling::model {
+
+struct TensorInfo {
+    std::string name;
+    DType dtype = DType::F32;
+    std::vector<std::int64_t> shape;
+    const std::byte* data = nullptr;
+    std::size_t nbytes = 0;
+    std::string file;
+
+    std::int64_t numel() const;
+    std::string shape_text() const;  // "[4, 64]"
+};
+
+class MappedFile;
+
+class SafetensorsSet {
+public:
+    // Maps every *.safetensors file in `dir` (all shards the index names must exist).
+    // Throws std::runtime_error naming the file and the problem.
+    static SafetensorsSet open_dir(const std::filesystem::path& dir);
+    // One file, for tests and tools.
+    static SafetensorsSet open_file(const std::filesystem::path& file);
+
+    const TensorInfo* find(const std::string& name) const;
+    const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
+    std::size_t total_bytes() const;
+
+private:
+    void add_file(const std::filesystem::path& file);
+    std::vector<std::shared_ptr<MappedFile>> files_;
+    std::map<std::string, TensorInfo> tensors_;
+};
+
+}  // namespace inkling::model
