@@ -1,0 +1,37 @@
+// CPU kernels: one generic (scalar) version and per-ISA versions of the same operations,
+// chosen once at start-up from what the CPU supports (`--isa` overrides for tests).
+// Every kernel computes each output element in a fixed order whatever the batch size, so
+// one-shot prefill, chunked prefill and token-by-token decode give bitwise equal results.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "engine/cpu/thread_pool.h"
+#include "engine/model/tensor.h"
+
+namespace inkling::cpu {
+
+enum class Isa { Scalar, Avx2, Avx512 };
+
+Isa best_isa();          // what this CPU supports
+Isa active_isa();        // what the kernels use
+void set_isa(Isa isa);   // throws std::runtime_error if the CPU lacks it
+const char* isa_name(Isa isa);
+Isa parse_isa(const std::string& name);  // "scalar", "avx2", "avx512"
+
+float dot(const float* a, const float* b, std::int64_t n);
+// One row of `m` as f32.
+void row_f32(const model::Matrix& m, std::int64_t r, float* out);
+
+// y[s][o] = Σ_i x[s][i]·W[o][i] for s < rows_x, o < W.rows. x is [rows_x][W.cols].
+void matmul(const float* x, std::int64_t rows_x, const model::Matrix& w, float* y, ThreadPool& pool);
+
+// out = x / sqrt(mean(x²) + eps) ⊙ weight; the mean square accumulates in double.
+void rmsnorm(const float* x, const float* weight, double eps, std::int64_t n, float* out);
+
+inline float silu(float v) { return v / (1.0f + std::exp(-v)); }
+inline float sigmoid(float v) { return 1.0f / (1.0f + std::exp(-v)); }
+
+}  // namespace inkling::cpu

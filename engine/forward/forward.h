@@ -1,0 +1,62 @@
+// The Inkling forward on the CPU: feeds a block of token ids (a whole prompt, a chunk of
+// one, or a single decode token) through every layer, advancing a session's state, and
+// returns logits over the unpadded vocabulary. The math follows
+// shared/specs/inkling-reference-notes.md (transformers' semantics).
+//
+//   forward::Forward fw(model, pool);
+//   auto state = forward::make_session(model.config, 4096);
+//   auto logits = fw.step(state, prompt_ids, nullptr, false);  // last row's logits
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/cpu/thread_pool.h"
+#include "engine/forward/session_state.h"
+#include "engine/model/weights.h"
+
+namespace inkling::forward {
+
+// DMel frames for the audio placeholders of a prompt: u8 [frames][mel_bins], consumed
+// left to right by the placeholder positions across however many steps the prompt takes.
+struct AudioCursor {
+    std::span<const std::uint8_t> frames;
+    std::int64_t next = 0;  // next frame to use
+    std::int64_t frame_count(int mel_bins) const { return static_cast<std::int64_t>(frames.size()) / mel_bins; }
+};
+
+class Forward {
+public:
+    Forward(const model::Model& model, cpu::ThreadPool& pool);
+
+    // Feeds `ids` at positions state.len … state.len+ids.size()-1 and records them.
+    // Rows whose id is the audio token take the next frame of `audio` when one is given
+    // (the state is then tainted). Returns [rows][unpadded_vocab] logits: one row per id
+    // when `all_rows`, else the last row only. Throws std::runtime_error for ids outside
+    // the vocabulary, audio without an audio tower, or a state that would overflow.
+    std::vector<float> step(SessionState& state, std::span<const std::int32_t> ids, AudioCursor* audio,
+                            bool all_rows);
+
+    const model::Model& model() const { return model_; }
+
+private:
+    void embed(std::span<const std::int32_t> ids, AudioCursor* audio, float* x, bool& used_audio);
+    void attention(int layer, SessionState& state, std::int64_t pos0, std::int64_t rows, const float* h,
+                   float* out);
+    void mlp(int layer, std::int64_t rows, const float* h, float* out);
+    void moe(int layer, std::int64_t rows, const float* h, float* out);
+    void ffn(const model::Ffn& f, std::int64_t rows, const float* x, float* out);
+
+    const model::Model& model_;
+    const model::Config& c_;
+    const model::Weights& w_;
+    cpu::ThreadPool& pool_;
+};
+
+// Depthwise causal short conv with the residual inside, over `rows` rows of `channels`:
+// x[t][c] += Σ_j w[c][j]·col[t+j], col = (state_c, x[·][c]); the state keeps the last
+// kernel-1 raw inputs.
+void short_conv(float* x, std::int64_t rows, std::int64_t channels, const float* w, int kernel, float* state);
+
+}  // namespace inkling::forward

@@ -1,0 +1,259 @@
+// build/inkling — the engine's command line.
+//
+//   inkling run  --model DIR (--prompt TEXT | --ids 7,42,199) [-n N] [--chat] [--audio F.dmel] …
+//   inkling info --model DIR
+//
+// Errors go to stderr with a non-zero exit; nothing is printed half-way as if it worked.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <cxxopts.hpp>
+#include <nlohmann/json.hpp>
+
+#include "engine/cpu/kernels.h"
+#include "engine/forward/forward.h"
+#include "engine/model/tokenizer.h"
+#include "engine/model/weights.h"
+#include "engine/sampling/sampler.h"
+#include "protocol/fields.h"
+#include "protocol/tml_render.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace tml = inkling::protocol::tml;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::vector<std::int32_t> parse_ids(const std::string& text) {
+    std::vector<std::int32_t> ids;
+    std::string token;
+    std::stringstream ss(text);
+    while (std::getline(ss, token, ',')) {
+        auto v = inkling::protocol::parse_u64(token);
+        if (!v || *v > INT32_MAX) throw std::runtime_error("--ids: '" + token + "' is not a token id");
+        ids.push_back(static_cast<std::int32_t>(*v));
+    }
+    if (ids.empty()) throw std::runtime_error("--ids: no ids given");
+    return ids;
+}
+
+std::vector<std::uint8_t> read_dmel(const std::string& path, int mel_bins) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error(path + ": cannot open");
+    std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (bytes.empty() || bytes.size() % static_cast<std::size_t>(mel_bins) != 0)
+        throw std::runtime_error(path + ": " + std::to_string(bytes.size()) + " bytes is not a whole number of " +
+                                 std::to_string(mel_bins) + "-byte DMel frames");
+    return bytes;
+}
+
+std::optional<inkling::model::Tokenizer> load_tokenizer(const inkling::model::Model& m) {
+    auto path = m.dir / "tokenizer.json";
+    if (!std::filesystem::exists(path)) return std::nullopt;
+    return inkling::model::Tokenizer::load(path);
+}
+
+void apply_common(const cxxopts::ParseResult& args) {
+    if (args.count("isa")) inkling::cpu::set_isa(inkling::cpu::parse_isa(args["isa"].as<std::string>()));
+}
+
+int cmd_info(const cxxopts::ParseResult& args) {
+    auto m = inkling::model::load_model(args["model"].as<std::string>());
+    const auto& c = m.config;
+    nlohmann::json j;
+    j["layout"] = m.weights.layout;
+    j["hidden"] = c.hidden;
+    j["layers"] = c.layers;
+    j["vocab"] = c.vocab;
+    j["unpadded_vocab"] = c.unpadded_vocab;
+    j["global_attention"] = {{"heads", c.heads}, {"kv_heads", c.kv_heads}, {"head_dim", c.head_dim},
+                             {"rel_extent", c.rel_extent}};
+    j["local_attention"] = {{"heads", c.swa_heads}, {"kv_heads", c.swa_kv_heads}, {"head_dim", c.swa_head_dim},
+                            {"window", c.window}};
+    j["d_rel"] = c.d_rel;
+    j["tau"] = {{"n_floor", c.log_floor}, {"alpha", c.log_alpha}};
+    j["conv_kernel"] = c.conv_kernel;
+    j["moe"] = {{"experts", c.experts}, {"top_k", c.top_k}, {"shared", c.shared_experts},
+                {"expert_width", c.moe_inter}, {"route_scale", c.route_scale}};
+    j["dense_width"] = c.dense_inter;
+    j["mup"] = c.mup;
+    j["eos"] = c.eos;
+    std::string kinds;
+    for (const auto& k : c.kinds) kinds += std::string(k.local ? "L" : "G") + (k.sparse ? "m" : "d") + " ";
+    j["layer_kinds"] = kinds.substr(0, kinds.size() - 1);
+    j["audio_tower"] = m.weights.audio_encoder.has_value();
+    j["tokenizer"] = std::filesystem::exists(m.dir / "tokenizer.json");
+    j["matrix_bytes"] = m.weights.matrix_bytes;
+    j["file_bytes"] = m.tensors.total_bytes();
+    j["isa"] = inkling::cpu::isa_name(inkling::cpu::active_isa());
+    std::cout << j.dump(2) << "\n";
+    return 0;
+}
+
+int cmd_run(const cxxopts::ParseResult& args) {
+    const auto t_load = Clock::now();
+    auto model = inkling::model::load_model(args["model"].as<std::string>());
+    auto tokenizer = load_tokenizer(model);
+    const auto& c = model.config;
+    const double load_s = seconds_since(t_load);
+
+    std::vector<std::uint8_t> dmel;
+    if (args.count("audio")) dmel = read_dmel(args["audio"].as<std::string>(), c.mel_bins);
+    const bool chat = args["chat"].as<bool>() || !dmel.empty();
+    std::vector<std::int32_t> prompt;
+    if (args.count("ids")) {  // taken as given: chat framing and placeholders are the caller's
+        prompt = parse_ids(args["ids"].as<std::string>());
+    } else if (args.count("prompt")) {
+        if (!tokenizer)
+            throw std::runtime_error(model.dir.string() + " has no tokenizer.json: give token ids with --ids");
+        std::string text = args["prompt"].as<std::string>();
+        if (chat) {
+            tml::Message user{tml::Role::User, {}, {}};
+            if (!text.empty()) user.parts.push_back(tml::Part::text_part(text));
+            if (!dmel.empty()) user.parts.push_back(tml::Part::audio(dmel.size() / c.mel_bins));
+            auto effort = tml::effort_for_level(args["effort"].as<std::string>());
+            if (!effort) throw std::runtime_error("--effort: unknown level " + args["effort"].as<std::string>());
+            text = tml::render({user}, {.effort = *effort});
+        }
+        prompt = tokenizer->encode(text);
+    } else {
+        throw std::runtime_error("give --prompt TEXT or --ids 1,2,3");
+    }
+    if (prompt.empty()) throw std::runtime_error("the prompt is empty");
+    std::int64_t placeholders = 0;
+    for (auto id : prompt) placeholders += id == c.audio_token;
+    if (!dmel.empty() && placeholders != static_cast<std::int64_t>(dmel.size() / c.mel_bins))
+        throw std::runtime_error("audio frames (" + std::to_string(dmel.size() / c.mel_bins) +
+                                 ") do not match the prompt's audio placeholders (" + std::to_string(placeholders) + ")");
+
+    const int n_gen = args["n"].as<int>();
+    const bool json = args["json"].as<bool>();
+    const std::int64_t ctx = args.count("ctx") ? args["ctx"].as<std::int64_t>()
+                                               : static_cast<std::int64_t>(prompt.size()) + n_gen + 1;
+    if (static_cast<std::int64_t>(prompt.size()) + n_gen > ctx)
+        throw std::runtime_error("prompt (" + std::to_string(prompt.size()) + ") + -n (" + std::to_string(n_gen) +
+                                 ") exceed --ctx " + std::to_string(ctx));
+    inkling::cpu::ThreadPool pool(args["threads"].as<unsigned>());
+    inkling::forward::Forward fw(model, pool);
+    auto state = inkling::forward::make_session(c, ctx);
+    inkling::forward::AudioCursor audio{dmel, 0};
+
+    // Prefill; with --json every position's logits are read (in chunks) for the argmax.
+    const auto t_prefill = Clock::now();
+    std::vector<std::int32_t> prompt_argmax;
+    std::vector<float> last;
+    const std::int64_t U = c.unpadded_vocab, P = static_cast<std::int64_t>(prompt.size());
+    const std::int64_t chunk = json ? 64 : P;
+    for (std::int64_t at = 0; at < P; at += chunk) {
+        std::int64_t n = std::min(chunk, P - at);
+        auto logits = fw.step(state, std::span(prompt).subspan(at, n), dmel.empty() ? nullptr : &audio, json);
+        std::int64_t rows = static_cast<std::int64_t>(logits.size()) / U;
+        for (std::int64_t r = 0; r < rows && json; ++r)
+            prompt_argmax.push_back(inkling::sampling::argmax(std::span(logits).subspan(r * U, U)));
+        last.assign(logits.end() - U, logits.end());
+    }
+    const double prefill_s = seconds_since(t_prefill);
+
+    inkling::sampling::Params sp;
+    sp.temperature = args["temperature"].as<double>();
+    sp.top_p = args["top-p"].as<double>();
+    sp.top_k = args["top-k"].as<unsigned>();
+    sp.repetition_penalty = args["repetition-penalty"].as<double>();
+    sp.seed = args["seed"].as<std::uint64_t>();
+    inkling::sampling::Sampler sampler(sp);
+    std::vector<std::int32_t> history = prompt, tokens;
+    std::string text;
+    const auto t_decode = Clock::now();
+    std::vector<float> logits = last;
+    for (int i = 0; i < n_gen; ++i) {
+        std::int32_t tok = sampler.next(logits, history);
+        tokens.push_back(tok);
+        history.push_back(tok);
+        if (tokenizer) {
+            std::string piece = tokenizer->token_bytes(tok);
+            text += piece;
+            if (!json) std::fwrite(piece.data(), 1, piece.size(), stdout), std::fflush(stdout);
+        } else if (!json) {
+            std::printf("%d ", tok);
+            std::fflush(stdout);
+        }
+        if (tok == c.eos || i + 1 == n_gen) break;
+        const std::int32_t feed[1] = {tok};
+        logits = fw.step(state, feed, nullptr, false);
+    }
+    const double decode_s = seconds_since(t_decode);
+    if (!json) {
+        std::printf("\n");
+        std::fprintf(stderr, "[run] prompt %lld tokens in %.3f s (%.1f tok/s), %zu generated in %.3f s (%.1f tok/s)\n",
+                     static_cast<long long>(P), prefill_s, P / std::max(prefill_s, 1e-9), tokens.size(), decode_s,
+                     tokens.size() / std::max(decode_s, 1e-9));
+        return 0;
+    }
+    nlohmann::json j;
+    j["prompt_ids"] = prompt;
+    j["tokens"] = tokens;
+    j["text"] = tokenizer ? nlohmann::json(text) : nlohmann::json(nullptr);
+    j["prompt_argmax"] = prompt_argmax;
+    j["last_logits"] = last;
+    j["timings"] = {{"load_s", load_s},
+                    {"prefill_s", prefill_s},
+                    {"decode_s", decode_s},
+                    {"prefill_tok_s", P / std::max(prefill_s, 1e-9)},
+                    {"decode_tok_s", tokens.size() / std::max(decode_s, 1e-9)}};
+    j["isa"] = inkling::cpu::isa_name(inkling::cpu::active_isa());
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    cxxopts::Options options("inkling", "The Inkling engine.\n  inkling run --model DIR (--prompt TEXT | --ids 1,2,3) [options]\n  inkling info --model DIR");
+    options.positional_help("COMMAND");
+    options.add_options()
+        ("command", "run | info", cxxopts::value<std::string>())
+        ("model", "model directory (config.json, *.safetensors, tokenizer.json)", cxxopts::value<std::string>())
+        ("prompt", "prompt text (needs tokenizer.json)", cxxopts::value<std::string>())
+        ("ids", "prompt as comma-separated token ids", cxxopts::value<std::string>())
+        ("n", "tokens to generate", cxxopts::value<int>()->default_value("32"))
+        ("chat", "wrap --prompt in the TMLv0 chat template", cxxopts::value<bool>()->default_value("false"))
+        ("effort", "thinking effort for --chat: none, minimal, low, medium, high, max", cxxopts::value<std::string>()->default_value("none"))
+        ("audio", "DMel frames (raw u8 [frames][80]) for the <|audio|> placeholders; implies --chat", cxxopts::value<std::string>())
+        ("temperature", "0 = greedy", cxxopts::value<double>()->default_value("0"))
+        ("top-p", "nucleus sampling mass", cxxopts::value<double>()->default_value("1"))
+        ("top-k", "0 = off", cxxopts::value<unsigned>()->default_value("0"))
+        ("repetition-penalty", "1 = off", cxxopts::value<double>()->default_value("1"))
+        ("seed", "sampling seed", cxxopts::value<std::uint64_t>()->default_value("0"))
+        ("ctx", "context capacity in tokens (default: prompt + n)", cxxopts::value<std::int64_t>())
+        ("threads", "threads (0 = all cores)", cxxopts::value<unsigned>()->default_value("0"))
+        ("isa", "kernel ISA: scalar, avx2, avx512 (default: best available)", cxxopts::value<std::string>())
+        ("json", "print one JSON object (ids, tokens, text, prompt_argmax, last_logits, timings)", cxxopts::value<bool>()->default_value("false"))
+        ("h,help", "this help");
+    options.parse_positional({"command"});
+    try {
+        auto args = options.parse(argc, argv);
+        if (args.count("help") || !args.count("command")) {
+            std::cout << options.help() << "\n";
+            return args.count("help") ? 0 : 2;
+        }
+        apply_common(args);
+        const std::string cmd = args["command"].as<std::string>();
+        if (!args.count("model")) throw std::runtime_error("--model DIR is required");
+        if (cmd == "run") return cmd_run(args);
+        if (cmd == "info") return cmd_info(args);
+        throw std::runtime_error("unknown command '" + cmd + "' (run, info)");
+    } catch (const cxxopts::exceptions::exception& e) {
+        std::fprintf(stderr, "inkling: %s\n", e.what());
+        return 2;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "inkling: %s\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,236 @@
+#include "engine/model/weights.h"
+
+#include <cstdio>
+#include <set>
+#include <stdexcept>
+
+namespace inkling::model {
+namespace {
+
+using Shape = std::vector<std::int64_t>;
+
+std::string shape_text(const Shape& s) {
+    std::string t = "[";
+    for (std::size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+    return t + "]";
+}
+
+// Looks tensors up by name, checks shapes, remembers which names were used.
+class Binder {
+public:
+    explicit Binder(const SafetensorsSet& set) : set_(set) {}
+
+    bool has(const std::string& name) const { return set_.find(name) != nullptr; }
+
+    const TensorInfo& get(const std::string& name, const Shape& shape) {
+        const TensorInfo* t = set_.find(name);
+        if (!t) throw std::runtime_error("missing tensor " + name + " (expected shape " + shape_text(shape) + ")");
+        if (t->shape != shape)
+            throw std::runtime_error("tensor " + name + ": expected shape " + shape_text(shape) + ", found " +
+                                     t->shape_text());
+        used_.insert(name);
+        return *t;
+    }
+
+    Matrix matrix(const std::string& name, std::int64_t rows, std::int64_t cols) {
+        const TensorInfo& t = get(name, {rows, cols});
+        bytes_ += t.nbytes;
+        return {t.data, t.dtype, rows, cols, cols};
+    }
+
+    std::vector<float> floats(const TensorInfo& t) {
+        Matrix m{t.data, t.dtype, 1, t.numel(), t.numel()};
+        std::vector<float> out(static_cast<std::size_t>(t.numel()));
+        if (!out.empty()) row_to_f32(m, 0, out.data());
+        return out;
+    }
+    std::vector<float> vec(const std::string& name, const Shape& shape) { return floats(get(name, shape)); }
+
+    // A learned scalar stored as [1] (or []); absent means 1.
+    float scalar(const std::string& name) {
+        const TensorInfo* t = set_.find(name);
+        if (!t) return 1.0f;
+        if (t->numel() != 1 || t->shape.size() > 1)
+            throw std::runtime_error("tensor " + name + ": expected shape [1], found " + t->shape_text());
+        used_.insert(name);
+        return floats(*t)[0];
+    }
+
+    // Per-expert views of a fused [n, rows, cols] tensor.
+    std::vector<Matrix> stacked(const std::string& name, std::int64_t n, std::int64_t rows, std::int64_t cols) {
+        const TensorInfo& t = get(name, {n, rows, cols});
+        bytes_ += t.nbytes;
+        std::vector<Matrix> out;
+        for (std::int64_t e = 0; e < n; ++e)
+            out.push_back({t.data + static_cast<std::size_t>(e * rows * cols) * dtype_size(t.dtype), t.dtype, rows,
+                           cols, cols});
+        return out;
+    }
+
+    const std::set<std::string>& used() const { return used_; }
+    std::size_t bytes() const { return bytes_; }
+
+private:
+    const SafetensorsSet& set_;
+    std::set<std::string> used_;
+    std::size_t bytes_ = 0;
+};
+
+// A fused [2I, D] gate/up matrix. Release checkpoints interleave rows (g0, u0, g1, u1, …):
+// gate and up are then views with a doubled row stride. Transformers' fused routed tensor
+// is grouped: gate rows first, then up rows.
+std::pair<Matrix, Matrix> split_gate_up(const Matrix& fused, bool interleaved) {
+    std::int64_t inter = fused.rows / 2;
+    if (interleaved) {
+        Matrix gate{fused.data, fused.dtype, inter, fused.cols, fused.row_stride * 2};
+        Matrix up{fused.row(1), fused.dtype, inter, fused.cols, fused.row_stride * 2};
+        return {gate, up};
+    }
+    return {fused.slice_rows(0, inter), fused.slice_rows(inter, inter)};
+}
+
+std::vector<float> conv_weights(Binder& b, const std::string& name, std::int64_t channels, int kernel) {
+    return b.vec(name, {channels, 1, kernel});
+}
+
+}  // namespace
+
+Weights bind_weights(const Config& c, const SafetensorsSet& set) {
+    Binder b(set);
+    Weights w;
+    const auto& all = set.tensors();
+    bool release = false, hf = false;
+    for (const auto& [name, _] : all) {
+        release = release || name.starts_with("model.llm.");
+        hf = hf || name.starts_with("model.layers.") || name == "model.embed_tokens.weight";
+    }
+    if (!release && !hf)
+        throw std::runtime_error("neither model.llm.* (release layout) nor model.layers.* (transformers layout) "
+                                 "tensors found");
+    if (release && hf) throw std::runtime_error("both release (model.llm.*) and transformers tensors present");
+    w.layout = release ? "release" : "transformers";
+    const std::int64_t D = c.hidden, V = c.vocab, U = c.unpadded_vocab;
+
+    auto head = [&](const std::string& name) {
+        const TensorInfo* t = set.find(name);
+        std::int64_t rows = t && !t->shape.empty() && t->shape[0] == U ? U : V;
+        Matrix m = b.matrix(name, rows, D);
+        return m.slice_rows(0, U);
+    };
+    if (release) {
+        const std::string p = "model.llm.";
+        w.embed = b.matrix(p + "embed.weight", V, D);
+        if (b.has(p + "embed_norm.weight")) w.embed_norm = b.vec(p + "embed_norm.weight", {D});
+        w.final_norm = b.vec(p + "norm.weight", {D});
+        w.lm_head = head(p + "unembed.weight");
+    } else {
+        w.embed = b.matrix("model.embed_tokens.weight", V, D);
+        bool a = b.has("model.embed_norm.weight"), n = b.has("model.embed_tokens.embed_norm.weight");
+        if (a && n)
+            throw std::runtime_error("both model.embed_norm.weight and model.embed_tokens.embed_norm.weight exist: "
+                                     "which is the embed norm is ambiguous");
+        if (a) w.embed_norm = b.vec("model.embed_norm.weight", {D});
+        if (n) w.embed_norm = b.vec("model.embed_tokens.embed_norm.weight", {D});
+        w.final_norm = b.vec("model.norm.weight", {D});
+        w.lm_head = head("lm_head.weight");
+    }
+
+    const int K = c.conv_kernel;
+    for (int i = 0; i < c.layers; ++i) {
+        const std::int64_t H = c.layer_heads(i), KV = c.layer_kv_heads(i), hd = c.layer_head_dim(i);
+        const std::int64_t ext = c.layer_extent(i), kvd = KV * hd;
+        LayerWeights L;
+        const std::string p = release ? "model.llm.layers." + std::to_string(i) + "."
+                                      : "model.layers." + std::to_string(i) + ".";
+        const std::string a = release ? p + "attn." : p + "self_attn.";
+        const std::string conv = release ? ".weight" : ".conv1d.weight";
+        L.attn_norm = b.vec(p + (release ? "attn_norm.weight" : "input_layernorm.weight"), {D});
+        L.mlp_norm = b.vec(p + (release ? "mlp_norm.weight" : "post_attention_layernorm.weight"), {D});
+        L.wq = b.matrix(a + (release ? "wq_du.weight" : "q_proj.weight"), H * hd, D);
+        L.wk = b.matrix(a + (release ? "wk_dv.weight" : "k_proj.weight"), kvd, D);
+        L.wv = b.matrix(a + (release ? "wv_dv.weight" : "v_proj.weight"), kvd, D);
+        L.wr = b.matrix(a + (release ? "wr_du.weight" : "r_proj.weight"), H * c.d_rel, D);
+        L.wo = b.matrix(a + (release ? "wo_ud.weight" : "o_proj.weight"), D, H * hd);
+        L.q_norm = b.vec(a + "q_norm.weight", {hd});
+        L.k_norm = b.vec(a + "k_norm.weight", {hd});
+        L.k_conv = conv_weights(b, a + "k_sconv" + conv, kvd, K);
+        L.v_conv = conv_weights(b, a + "v_sconv" + conv, kvd, K);
+        L.attn_conv = conv_weights(b, p + "attn_sconv" + conv, D, K);
+        L.mlp_conv = conv_weights(b, p + "mlp_sconv" + conv, D, K);
+        L.rel_bank = b.vec(a + "rel_logits_proj.proj", {c.d_rel, ext});
+        const std::string m = p + "mlp.";
+        if (!c.kinds[i].sparse) {
+            const std::int64_t I = c.dense_inter;
+            if (release) {
+                auto [gate, up] = split_gate_up(b.matrix(m + "w13_dn.weight", 2 * I, D), true);
+                L.dense = {gate, up, b.matrix(m + "w2_md.weight", D, I)};
+            } else {
+                L.dense = {b.matrix(m + "gate_proj.weight", I, D), b.matrix(m + "up_proj.weight", I, D),
+                           b.matrix(m + "down_proj.weight", D, I)};
+            }
+            L.dense_scale = b.scalar(m + "global_scale");
+        } else {
+            const std::int64_t I = c.moe_inter, E = c.experts, S = c.shared_experts;
+            L.router = b.matrix(m + "gate.weight", E + S, D);
+            L.router_bias = b.vec(m + (release ? "gate.bias" : "gate.e_score_correction_bias"), {E});
+            L.router_scale = b.scalar(m + "gate.global_scale");
+            auto fused = b.stacked(m + (release ? "experts.w13_weight" : "experts.gate_up_proj"), E, 2 * I, D);
+            auto down = b.stacked(m + (release ? "experts.w2_weight" : "experts.down_proj"), E, D, I);
+            for (std::int64_t e = 0; e < E; ++e) {
+                auto [gate, up] = split_gate_up(fused[e], release);
+                L.experts.push_back({gate, up, down[e]});
+            }
+            if (S > 0) {
+                const std::string s = m + "shared_experts.";
+                if (release) {
+                    auto sf = b.stacked(s + "shared_w13_weight", S, 2 * I, D);
+                    auto sd = b.stacked(s + "shared_w2_weight", S, D, I);
+                    for (std::int64_t j = 0; j < S; ++j) {
+                        auto [gate, up] = split_gate_up(sf[j], true);
+                        L.shared.push_back({gate, up, sd[j]});
+                    }
+                } else {
+                    auto g = b.stacked(s + "gate_proj", S, I, D);
+                    auto u = b.stacked(s + "up_proj", S, I, D);
+                    auto d = b.stacked(s + "down_proj", S, D, I);
+                    for (std::int64_t j = 0; j < S; ++j) L.shared.push_back({g[j], u[j], d[j]});
+                }
+            }
+        }
+        w.layers.push_back(std::move(L));
+    }
+
+    // The audio tower, from the model or an audio.safetensors sidecar.
+    for (const auto& [enc, norm] : {std::pair<std::string, std::string>{"model.audio.encoder.weight",
+                                                                        "model.audio.final_norm.weight"},
+                                    {"model.audio_tower.embed_audio_tokens.embed_audio_tokens.weight",
+                                     "model.audio_tower.norm.weight"}}) {
+        if (!b.has(enc)) continue;
+        w.audio_encoder = b.matrix(enc, static_cast<std::int64_t>(c.mel_bins) * c.mel_vocab, D);
+        w.audio_norm = b.vec(norm, {D});
+        break;
+    }
+    w.matrix_bytes = b.bytes();
+    for (const auto& [name, _] : all) {
+        if (b.used().count(name) || name.starts_with("model.visual.") || name.starts_with("model.mtp.") ||
+            name.starts_with("mtp."))
+            continue;
+        std::fprintf(stderr, "[load] tensor %s is not used\n", name.c_str());
+    }
+    return w;
+}
+
+Model load_model(const std::filesystem::path& dir) {
+    Model m;
+    m.dir = dir;
+    m.config = load_config(dir);
+    m.tensors = SafetensorsSet::open_dir(dir);
+    try {
+        m.weights = bind_weights(m.config, m.tensors);
+    } catch (const std::runtime_error& e) {
+        throw std::runtime_error(dir.string() + ": " + e.what());
+    }
+    return m;
+}
+
+}  // namespace inkling::model

@@ -1,0 +1,65 @@
+// The model's weights bound to their tensors, in one canonical form whatever the
+// checkpoint layout: release (`model.llm.*`, fused gate/up rows interleaved) or
+// transformers (`model.layers.N.*`). Matrices stay in the mapped files (gate and up of a
+// release checkpoint are strided views, not copies); the small f32 tensors (norms, convs,
+// bias banks, router bias) are widened once at load.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/model/config.h"
+#include "engine/model/safetensors.h"
+#include "engine/model/tensor.h"
+
+namespace inkling::model {
+
+struct Ffn {  // down(silu(gate x) ⊙ up x)
+    Matrix gate, up, down;
+};
+
+struct LayerWeights {
+    std::vector<float> attn_norm, mlp_norm;
+    Matrix wq, wk, wv, wr, wo;
+    std::vector<float> q_norm, k_norm;
+    // Short convs, [channels][kernel] each.
+    std::vector<float> k_conv, v_conv, attn_conv, mlp_conv;
+    std::vector<float> rel_bank;  // [d_rel][extent]
+    // Dense layers.
+    Ffn dense;
+    float dense_scale = 1.0f;
+    // MoE layers.
+    Matrix router;                 // [experts + shared, D]
+    std::vector<float> router_bias;  // [experts], selection only
+    float router_scale = 1.0f;
+    std::vector<Ffn> experts;
+    std::vector<Ffn> shared;
+};
+
+struct Weights {
+    std::string layout;  // "release" or "transformers"
+    Matrix embed;        // [vocab, D]
+    std::vector<float> embed_norm;  // empty: no embed norm
+    std::vector<float> final_norm;
+    Matrix lm_head;      // [unpadded_vocab, D] (rows past it are never read)
+    std::vector<LayerWeights> layers;
+    std::optional<Matrix> audio_encoder;  // [mel_bins·mel_vocab, D]
+    std::vector<float> audio_norm;
+    std::size_t matrix_bytes = 0;  // bytes of all matrices (what a full pass may touch)
+};
+
+struct Model {
+    Config config;
+    SafetensorsSet tensors;
+    Weights weights;
+    std::filesystem::path dir;
+};
+
+// Loads config.json and every tensor; checks each shape against the config. Throws
+// std::runtime_error naming the tensor, the expected and the found shape.
+Model load_model(const std::filesystem::path& dir);
+Weights bind_weights(const Config& config, const SafetensorsSet& tensors);
+
+}  // namespace inkling::model

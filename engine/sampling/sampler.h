@@ -1,0 +1,37 @@
+// Picks the next token from a row of logits: greedy (temperature 0), or temperature with
+// top-k and top-p (applied in that order, as transformers does), after an optional
+// repetition penalty. Seeded per request: the same seed and logits give the same tokens.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+namespace inkling::sampling {
+
+struct Params {
+    double temperature = 0.0;         // 0 = greedy
+    double top_p = 1.0;               // (0, 1]
+    std::uint32_t top_k = 0;          // 0 = off
+    double repetition_penalty = 1.0;  // 1 = off; > 1 discourages tokens already seen
+    std::uint64_t seed = 0;
+};
+
+class Sampler {
+public:
+    explicit Sampler(const Params& params);
+    // `history` is every id the penalty applies to (prompt and generated so far).
+    std::int32_t next(std::span<const float> logits, std::span<const std::int32_t> history);
+
+private:
+    Params p_;
+    std::mt19937_64 rng_;
+    std::vector<float> work_;
+    std::vector<std::int32_t> order_;
+};
+
+// Index of the largest value; ties go to the lowest index.
+std::int32_t argmax(std::span<const float> values);
+
+}  // namespace inkling::sampling
