@@ -9,7 +9,7 @@ FUZZ_BUILD  ?= build-fuzz
 FUZZ_SECONDS ?= 20
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps build test run asan fuzz clean
+.PHONY: all deps build test run asan fuzz oracle clean
 
 all: build
 
@@ -39,6 +39,11 @@ fuzz: deps
 	CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINKLING_FUZZ=ON
 	cmake --build $(FUZZ_BUILD)
 	@tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# Regenerates tests/fixtures/golden/ from the PyTorch reference (needs python3-torch).
+oracle: deps
+	tools/make-tiny/ensure.sh $(BUILD)/fixtures
+	/usr/bin/python3 tools/reference/make_goldens.py $(BUILD)/fixtures tests/fixtures/golden
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -53,7 +53,21 @@ run_suite() {
     failed=$((failed + f))
 }
 
+# Generated inputs: the tiny checkpoints (deterministic, numpy) the engine tests load.
+if ! "$root/tools/make-tiny/ensure.sh" "$build/fixtures" >"$log_dir/fixtures.log" 2>&1; then
+    echo "FAIL fixtures: tools/make-tiny/ensure.sh failed; see $log_dir/fixtures.log"
+    tail -5 "$log_dir/fixtures.log"
+    failed=$((failed + 1))
+fi
+
 run_unit
+# The committed goldens against a live run of the PyTorch reference, where torch exists.
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+    run_suite reference-goldens /usr/bin/python3 "$root/tools/reference/make_goldens.py" \
+        "$build/fixtures" "$root/tests/fixtures/golden" --check
+else
+    echo "reference-goldens: skipped (python3-torch not installed; the committed goldens still ran)"
+fi
 run_suite conformance-echo "$build/protocol-conformance" --scratch "$log_dir" -- "$build/echo-engine"
 run_suite conformance-echo-1slot "$build/protocol-conformance" --scratch "$log_dir" -- "$build/echo-engine" --slots 1
 

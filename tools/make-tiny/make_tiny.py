@@ -78,6 +78,17 @@ GEOMETRIES = {
                   dense_mlp_idx=1, audio=dict(n_mel_bins=80, mel_vocab_size=16, token=451),
                   eos=499,
                   doc="audio tower (80x16 DMel), audio_token_id 451, ns=1, layers L L G"),
+    # the demo model `make run` starts: tiny layers on the real Inkling vocabulary (o200k +
+    # TMLv0 specials), EOS 200006 and the <|audio|> placeholder 200023; random weights
+    "demo": dict(_COMMON, L=4, vocab=201024, unpad=200058, schedule="default", dense_mlp_idx=1,
+                 audio=dict(n_mel_bins=80, mel_vocab_size=16, token=200023), eos=200006,
+                 doc="demo: 4 tiny layers on the real 200058-token Inkling vocabulary, eos 200006"),
+    # the benchmark's mid-size model: D=1024, 12 layers, 32 experts (top 4 + 1 shared)
+    "mid": dict(_COMMON, L=12, vocab=32000, unpad=32000, D=1024, heads=16, kv=4, hd=64,
+                swa_heads=16, swa_kv=4, swa_hd=64, window=256, d_rel=16, rel_extent=1024,
+                n_floor=None, E=32, topk=4, ns=1, moe_inter=512, dense_inter=2048,
+                route_scale=2.5, mup=8.0, schedule="default", dense_mlp_idx=1,
+                doc="bench: D=1024, 12 layers (every 6th global), 32 experts top-4 + 1 shared, I=512"),
 }
 
 # (fixture name, geometry, layout, dtype, embed norm name)
