@@ -16,6 +16,7 @@
 #include <cxxopts.hpp>
 #include <nlohmann/json.hpp>
 
+#include "engine/bench/memory_bandwidth.h"
 #include "engine/cpu/kernels.h"
 #include "engine/forward/forward.h"
 #include "engine/model/tokenizer.h"
@@ -212,13 +213,71 @@ int cmd_run(const cxxopts::ParseResult& args) {
     return 0;
 }
 
+// Prefill and decode speed on one model, against the memory bandwidth measured now.
+int cmd_bench(const cxxopts::ParseResult& args) {
+    auto model = inkling::model::load_model(args["model"].as<std::string>());
+    const auto& c = model.config;
+    inkling::cpu::ThreadPool pool(args["threads"].as<unsigned>());
+    const double bandwidth = inkling::bench::measure_read_bandwidth(std::size_t{2} << 30, 5, pool);
+    inkling::forward::Forward fw(model, pool);
+    const int P = args["prompt-tokens"].as<int>(), N = args["decode-tokens"].as<int>();
+    // A fixed pseudo-random prompt over the vocabulary (not the audio placeholder).
+    std::vector<std::int32_t> prompt;
+    std::uint64_t x = 0x9E3779B97F4A7C15ull;
+    while (static_cast<int>(prompt.size()) < P) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        auto id = static_cast<std::int32_t>(x % static_cast<std::uint64_t>(c.unpadded_vocab));
+        if (id != c.audio_token && id != c.eos) prompt.push_back(id);
+    }
+    // Warm-up: the first pass pages the weights in from the file.
+    {
+        auto warm = inkling::forward::make_session(c, P + 1);
+        fw.step(warm, prompt, nullptr, false);
+    }
+    auto state = inkling::forward::make_session(c, P + N + 1);
+    auto t0 = Clock::now();
+    auto logits = fw.step(state, prompt, nullptr, false);
+    const double prefill_s = seconds_since(t0);
+    const std::uint64_t before = fw.weight_bytes_read();
+    t0 = Clock::now();
+    int decoded = 0;
+    for (; decoded < N; ++decoded) {
+        std::int32_t tok = inkling::sampling::argmax(logits);
+        logits = fw.step(state, std::span(&tok, 1), nullptr, false);
+    }
+    const double decode_s = seconds_since(t0);
+    const double bytes_per_token = static_cast<double>(fw.weight_bytes_read() - before) / std::max(decoded, 1);
+    const double decode_tps = decoded / decode_s;
+    const double achieved = bytes_per_token * decode_tps / 1e9;
+    nlohmann::json j;
+    j["model"] = model.dir.string();
+    j["threads"] = pool.size();
+    j["isa"] = inkling::cpu::isa_name(inkling::cpu::active_isa());
+    j["weights_bytes"] = model.weights.matrix_bytes;
+    j["memory_bandwidth_gb_s"] = bandwidth;
+    j["prefill"] = {{"tokens", P}, {"seconds", prefill_s}, {"tok_s", P / prefill_s}};
+    j["decode"] = {{"tokens", decoded},
+                   {"seconds", decode_s},
+                   {"tok_s", decode_tps},
+                   {"weight_bytes_per_token", bytes_per_token},
+                   {"achieved_gb_s", achieved},
+                   {"fraction_of_bandwidth", achieved / bandwidth}};
+    std::cout << j.dump(2) << "\n";
+    std::fprintf(stderr,
+                 "[bench] %s: prefill %.1f tok/s; decode %.1f tok/s x %.1f MB/token = %.2f GB/s = %.0f%% of the "
+                 "%.2f GB/s measured\n",
+                 model.dir.filename().c_str(), P / prefill_s, decode_tps, bytes_per_token / 1e6, achieved,
+                 100.0 * achieved / bandwidth, bandwidth);
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    cxxopts::Options options("inkling", "The Inkling engine.\n  inkling run --model DIR (--prompt TEXT | --ids 1,2,3) [options]\n  inkling info --model DIR");
+    cxxopts::Options options("inkling", "The Inkling engine.\n  inkling run --model DIR (--prompt TEXT | --ids 1,2,3) [options]\n  inkling info --model DIR\n  inkling bench --model DIR [--prompt-tokens N] [--decode-tokens N]");
     options.positional_help("COMMAND");
     options.add_options()
-        ("command", "run | info", cxxopts::value<std::string>())
+        ("command", "run | info | bench", cxxopts::value<std::string>())
         ("model", "model directory (config.json, *.safetensors, tokenizer.json)", cxxopts::value<std::string>())
         ("prompt", "prompt text (needs tokenizer.json)", cxxopts::value<std::string>())
         ("ids", "prompt as comma-separated token ids", cxxopts::value<std::string>())
@@ -234,6 +293,8 @@ int main(int argc, char** argv) {
         ("ctx", "context capacity in tokens (default: prompt + n)", cxxopts::value<std::int64_t>())
         ("threads", "threads (0 = all cores)", cxxopts::value<unsigned>()->default_value("0"))
         ("isa", "kernel ISA: scalar, avx2, avx512 (default: best available)", cxxopts::value<std::string>())
+        ("prompt-tokens", "bench: prompt length", cxxopts::value<int>()->default_value("128"))
+        ("decode-tokens", "bench: tokens decoded", cxxopts::value<int>()->default_value("32"))
         ("json", "print one JSON object (ids, tokens, text, prompt_argmax, last_logits, timings)", cxxopts::value<bool>()->default_value("false"))
         ("h,help", "this help");
     options.parse_positional({"command"});
@@ -248,7 +309,8 @@ int main(int argc, char** argv) {
         if (!args.count("model")) throw std::runtime_error("--model DIR is required");
         if (cmd == "run") return cmd_run(args);
         if (cmd == "info") return cmd_info(args);
-        throw std::runtime_error("unknown command '" + cmd + "' (run, info)");
+        if (cmd == "bench") return cmd_bench(args);
+        throw std::runtime_error("unknown command '" + cmd + "' (run, info, bench)");
     } catch (const cxxopts::exceptions::exception& e) {
         std::fprintf(stderr, "inkling: %s\n", e.what());
         return 2;

@@ -85,6 +85,33 @@ __attribute__((target("avx512f"))) float dot_avx512(const float* a, const float*
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
 }
 
+// dot_avx512 with the weight row widened from bf16 on the fly: the same accumulators in
+// the same order, so the result is bitwise that of row_avx512 followed by dot_avx512.
+__attribute__((target("avx512f"))) inline __m512 load_bf16_avx512(const std::uint16_t* w) {
+    __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+__attribute__((target("avx512f"))) float dot_bf16_avx512(const std::uint16_t* w, const float* b, std::int64_t n) {
+    auto load = [w](std::int64_t i) __attribute__((target("avx512f"))) { return load_bf16_avx512(w + i); };
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    std::int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        s0 = _mm512_fmadd_ps(load(i), _mm512_loadu_ps(b + i), s0);
+        s1 = _mm512_fmadd_ps(load(i + 16), _mm512_loadu_ps(b + i + 16), s1);
+        s2 = _mm512_fmadd_ps(load(i + 32), _mm512_loadu_ps(b + i + 32), s2);
+        s3 = _mm512_fmadd_ps(load(i + 48), _mm512_loadu_ps(b + i + 48), s3);
+    }
+    for (; i + 16 <= n; i += 16) s0 = _mm512_fmadd_ps(load(i), _mm512_loadu_ps(b + i), s0);
+    if (i < n) {
+        __mmask16 k = static_cast<__mmask16>((1u << (n - i)) - 1);
+        alignas(64) float tail[16] = {};
+        for (std::int64_t j = i; j < n; ++j) tail[j - i] = model::bf16_to_f32(w[j]);
+        s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, tail), _mm512_maskz_loadu_ps(k, b + i), s1);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+}
+
 __attribute__((target("avx512f"))) void row_avx512(const Matrix& m, std::int64_t r, float* out) {
     const std::int64_t n = m.cols;
     if (m.dtype == DType::F32) return model::row_to_f32(m, r, out);
@@ -106,15 +133,18 @@ __attribute__((target("avx512f"))) void row_avx512(const Matrix& m, std::int64_t
 struct Kernels {
     float (*dot)(const float*, const float*, std::int64_t);
     void (*row)(const Matrix&, std::int64_t, float*);
+    // Optional: a bf16 row · f32 vector without widening the row first; must be bitwise
+    // equal to row() then dot().
+    float (*dot_bf16)(const std::uint16_t*, const float*, std::int64_t);
 };
 
 Kernels kernels_for(Isa isa) {
     switch (isa) {
-    case Isa::Avx512: return {dot_avx512, row_avx512};
-    case Isa::Avx2: return {dot_avx2, row_avx2};
+    case Isa::Avx512: return {dot_avx512, row_avx512, dot_bf16_avx512};
+    case Isa::Avx2: return {dot_avx2, row_avx2, nullptr};
     case Isa::Scalar: break;
     }
-    return {dot_scalar, row_scalar};
+    return {dot_scalar, row_scalar, nullptr};
 }
 
 Isa g_isa = best_isa();
@@ -161,7 +191,14 @@ void row_f32(const Matrix& m, std::int64_t r, float* out) { g_kernels.row(m, r, 
 void matmul(const float* x, std::int64_t rows_x, const Matrix& w, float* y, ThreadPool& pool) {
     const Kernels k = g_kernels;
     const std::int64_t out = w.rows, in = w.cols;
+    // One activation row (decode): stream bf16 weights straight into the dot product.
+    const bool fused = rows_x == 1 && w.dtype == DType::BF16 && k.dot_bf16;
     auto body = [&](std::int64_t begin, std::int64_t end) {
+        if (fused) {
+            for (std::int64_t o = begin; o < end; ++o)
+                y[o] = k.dot_bf16(reinterpret_cast<const std::uint16_t*>(w.row(o)), x, in);
+            return;
+        }
         thread_local std::vector<float> buf;
         if (buf.size() < static_cast<std::size_t>(in)) buf.resize(static_cast<std::size_t>(in));
         for (std::int64_t o = begin; o < end; ++o) {

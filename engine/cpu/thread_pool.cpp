@@ -1,6 +1,21 @@
 #include "engine/cpu/thread_pool.h"
 
+#include <immintrin.h>
+
 namespace inkling::cpu {
+namespace {
+
+// A few µs of polling: longer than the gap between two loops of one decode step,
+// short enough that an idle engine sleeps.
+constexpr int kSpins = 2000;
+
+std::pair<std::int64_t, std::int64_t> share(std::int64_t n, unsigned ways, unsigned index) {
+    std::int64_t chunk = n / ways, extra = n % ways;
+    std::int64_t begin = index * chunk + std::min<std::int64_t>(index, extra);
+    return {begin, begin + chunk + (static_cast<std::int64_t>(index) < extra ? 1 : 0)};
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(unsigned threads) {
     if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
@@ -16,53 +31,49 @@ ThreadPool::~ThreadPool() {
     for (auto& t : workers_) t.join();
 }
 
-namespace {
-std::pair<std::int64_t, std::int64_t> share(std::int64_t n, unsigned ways, unsigned index) {
-    std::int64_t chunk = n / ways, extra = n % ways;
-    std::int64_t begin = index * chunk + std::min<std::int64_t>(index, extra);
-    return {begin, begin + chunk + (static_cast<std::int64_t>(index) < extra ? 1 : 0)};
-}
-}  // namespace
-
 void ThreadPool::parallel_for(std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& fn) {
     if (n <= 0) return;
     if (workers_.empty() || n == 1) {
         fn(0, n);
         return;
     }
+    job_ = &fn;
+    job_n_ = n;
+    pending_.store(static_cast<unsigned>(workers_.size()), std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
     {
-        std::lock_guard lock(mutex_);
-        job_ = &fn;
-        job_n_ = n;
-        pending_ = static_cast<unsigned>(workers_.size());
-        ++generation_;
+        std::lock_guard lock(mutex_);  // orders the wake-up after a sleeper's check
     }
     wake_.notify_all();
     auto [b, e] = share(n, size(), 0);
     if (b < e) fn(b, e);
-    std::unique_lock lock(mutex_);
-    done_.wait(lock, [&] { return pending_ == 0; });
+    for (int i = 0; i < kSpins && pending_.load(std::memory_order_acquire) != 0; ++i) _mm_pause();
+    if (pending_.load(std::memory_order_acquire) != 0) {
+        std::unique_lock lock(mutex_);
+        done_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+    }
     job_ = nullptr;
 }
 
 void ThreadPool::worker(unsigned index) {
     std::uint64_t seen = 0;
     while (true) {
-        const std::function<void(std::int64_t, std::int64_t)>* job;
-        std::int64_t n;
-        {
-            std::unique_lock lock(mutex_);
-            wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-            if (stop_) return;
-            seen = generation_;
-            job = job_;
-            n = job_n_;
+        int spins = 0;
+        while (generation_.load(std::memory_order_acquire) == seen && !stop_ && spins < kSpins) {
+            _mm_pause();
+            ++spins;
         }
-        auto [b, e] = share(n, size(), index);
-        if (b < e) (*job)(b, e);
-        {
+        if (generation_.load(std::memory_order_acquire) == seen) {
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_acquire) != seen; });
+        }
+        if (stop_) return;
+        seen = generation_.load(std::memory_order_acquire);
+        auto [b, e] = share(job_n_, size(), index);
+        if (b < e) (*job_)(b, e);
+        if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
             std::lock_guard lock(mutex_);
-            if (--pending_ == 0) done_.notify_one();
+            done_.notify_one();
         }
     }
 }

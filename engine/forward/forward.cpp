@@ -10,7 +10,6 @@
 
 namespace inkling::forward {
 
-using cpu::matmul;
 using cpu::rmsnorm;
 
 namespace {
@@ -36,6 +35,11 @@ void short_conv(float* x, std::int64_t rows, std::int64_t channels, const float*
 
 Forward::Forward(const model::Model& model, cpu::ThreadPool& pool)
     : model_(model), c_(model.config), w_(model.weights), pool_(pool) {}
+
+void Forward::mm(const float* x, std::int64_t rows, const model::Matrix& w, float* y) {
+    cpu::matmul(x, rows, w, y, pool_);
+    weight_bytes_read_ += w.bytes();
+}
 
 void Forward::embed(std::span<const std::int32_t> ids, AudioCursor* audio, float* x, bool& used_audio) {
     const std::int64_t D = c_.hidden;
@@ -78,10 +82,10 @@ void Forward::attention(int layer, SessionState& state, std::int64_t pos0, std::
 
     std::vector<float> q(static_cast<std::size_t>(S * H * hd)), k(static_cast<std::size_t>(S * kvd)),
         v(static_cast<std::size_t>(S * kvd)), r(static_cast<std::size_t>(S * H * d_rel));
-    matmul(h, S, L.wq, q.data(), pool_);
-    matmul(h, S, L.wk, k.data(), pool_);
-    matmul(h, S, L.wv, v.data(), pool_);
-    matmul(h, S, L.wr, r.data(), pool_);
+    mm(h, S, L.wq, q.data());
+    mm(h, S, L.wk, k.data());
+    mm(h, S, L.wv, v.data());
+    mm(h, S, L.wr, r.data());
     // K and V short convs act on the raw projections, before the head norms.
     short_conv(k.data(), S, kvd, L.k_conv.data(), c_.conv_kernel, st.conv[0].data());
     short_conv(v.data(), S, kvd, L.v_conv.data(), c_.conv_kernel, st.conv[1].data());
@@ -158,16 +162,16 @@ void Forward::attention(int layer, SessionState& state, std::int64_t pos0, std::
             std::copy_n(v.data() + (s * KV + g) * hd, hd, st.v.data() + (g * st.rows + row) * hd);
         }
     }
-    matmul(ctx.data(), S, L.wo, out, pool_);
+    mm(ctx.data(), S, L.wo, out);
 }
 
 void Forward::ffn(const model::Ffn& f, std::int64_t rows, const float* x, float* out) {
     const std::int64_t I = f.gate.rows;
     std::vector<float> gate(static_cast<std::size_t>(rows * I)), up(static_cast<std::size_t>(rows * I));
-    matmul(x, rows, f.gate, gate.data(), pool_);
-    matmul(x, rows, f.up, up.data(), pool_);
+    mm(x, rows, f.gate, gate.data());
+    mm(x, rows, f.up, up.data());
     for (std::size_t i = 0; i < gate.size(); ++i) gate[i] = cpu::silu(gate[i]) * up[i];
-    matmul(gate.data(), rows, f.down, out, pool_);
+    mm(gate.data(), rows, f.down, out);
 }
 
 void Forward::mlp(int layer, std::int64_t S, const float* h, float* out) {
@@ -181,7 +185,7 @@ void Forward::moe(int layer, std::int64_t S, const float* h, float* out) {
     const model::LayerWeights& L = w_.layers[layer];
     const std::int64_t D = c_.hidden, E = c_.experts, NS = c_.shared_experts, K = c_.top_k;
     std::vector<float> logits(static_cast<std::size_t>(S * (E + NS)));
-    matmul(h, S, L.router, logits.data(), pool_);
+    mm(h, S, L.router, logits.data());
 
     // Selection by sigmoid + correction bias (ties to the lowest id); combine weights are
     // plain sigmoids normalised together with the shared experts' own.
@@ -277,7 +281,7 @@ std::vector<float> Forward::step(SessionState& state, std::span<const std::int32
         for (std::int64_t d = 0; d < D; ++d) ys[d] *= inv_mup;
     }
     std::vector<float> logits(static_cast<std::size_t>(n_out * U));
-    matmul(y.data(), n_out, w_.lm_head, logits.data(), pool_);
+    mm(y.data(), n_out, w_.lm_head, logits.data());
     return logits;
 }
 

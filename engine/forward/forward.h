@@ -39,6 +39,9 @@ public:
                             bool all_rows);
 
     const model::Model& model() const { return model_; }
+    // Bytes of weight matrices the steps so far have read (each matrix once per step): the
+    // benchmark's bytes-per-token.
+    std::uint64_t weight_bytes_read() const { return weight_bytes_read_; }
 
 private:
     void embed(std::span<const std::int32_t> ids, AudioCursor* audio, float* x, bool& used_audio);
@@ -47,11 +50,13 @@ private:
     void mlp(int layer, std::int64_t rows, const float* h, float* out);
     void moe(int layer, std::int64_t rows, const float* h, float* out);
     void ffn(const model::Ffn& f, std::int64_t rows, const float* x, float* out);
+    void mm(const float* x, std::int64_t rows, const model::Matrix& w, float* y);
 
     const model::Model& model_;
     const model::Config& c_;
     const model::Weights& w_;
     cpu::ThreadPool& pool_;
+    std::uint64_t weight_bytes_read_ = 0;
 };
 
 // Depthwise causal short conv with the residual inside, over `rows` rows of `channels`:
