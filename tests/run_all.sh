@@ -60,7 +60,16 @@ if ! "$root/tools/make-tiny/ensure.sh" "$build/fixtures" >"$log_dir/fixtures.log
     failed=$((failed + 1))
 fi
 
+# The Inkling tokenizer.json built from tiktoken's o200k ranks (npm) plus TMLv0 specials.
+if ! "$root/tools/make-tokenizer/ensure.sh" "$build/o200k-inkling" >"$log_dir/make-tokenizer.log" 2>&1; then
+    echo "FAIL make-tokenizer: see $log_dir/make-tokenizer.log"
+    tail -5 "$log_dir/make-tokenizer.log"
+    failed=$((failed + 1))
+fi
+export INKLING_TOKENIZER_JSON="$build/o200k-inkling/tokenizer.json"
+
 run_unit
+run_suite tokenizer-parity "$root/tests/engine/tokenizer_parity.sh" "$build"
 # The committed goldens against a live run of the PyTorch reference, where torch exists.
 if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
     run_suite reference-goldens /usr/bin/python3 "$root/tools/reference/make_goldens.py" \

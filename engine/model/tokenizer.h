@@ -12,7 +12,10 @@
 //     lstrip/rstrip/single_word flags must be false (Inkling's are; load rejects others).
 //  2. The text between them is split by the file's `Split` regex (the o200k pattern for
 //     Inkling), run through PCRE2 with UTF + UCP, each segment on its own (so a lookahead
-//     never sees past an added token).
+//     never sees past an added token). Empty matches are never taken (PCRE2_NOTEMPTY).
+//     Letter/number classes follow PCRE2's Unicode tables (14.0 in Debian 12's 10.42);
+//     the npm tiktoken build agrees on characters added since (they are not letters to
+//     either), a newer tokenizer library might not.
 //  3. Each piece is byte-level BPE'd: with `model.merges`, pairs merge in merges order
 //     (a whole piece that is a vocab entry is taken directly when `ignore_merges` is
 //     true); with no merges (a tiktoken-derived vocab) rank-BPE repeatedly merges the

@@ -1,0 +1,112 @@
+// Every kernel on every ISA this CPU has, against a plain double-precision reference,
+// for f32, bf16 and f16 weights, odd sizes (tails) and strided rows.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "engine/cpu/kernels.h"
+
+using namespace inkling;
+using model::DType;
+using model::Matrix;
+
+namespace {
+
+std::uint16_t to_bf16(float f) {
+    std::uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return static_cast<std::uint16_t>((b + 0x7fff + ((b >> 16) & 1)) >> 16);
+}
+
+// Round-to-nearest f16 for the normal range; values below 2^-14 become zero (the test
+// data needs no subnormals).
+std::uint16_t to_f16(float f) {
+    std::uint16_t sign = std::signbit(f) ? 0x8000 : 0;
+    float a = std::fabs(f);
+    if (a < std::ldexp(1.0f, -14)) return sign;
+    int e;
+    float m = std::frexp(a, &e);  // a = m·2^e, m in [0.5, 1)
+    long mant = std::lround((m * 2 - 1) * 1024);
+    if (mant == 1024) mant = 0, ++e;
+    return static_cast<std::uint16_t>(sign | ((e - 1 + 15) << 10) | mant);
+}
+
+struct Weights {
+    std::vector<std::byte> bytes;
+    Matrix m;
+};
+
+Weights make(DType t, std::int64_t rows, std::int64_t cols, std::int64_t stride, std::mt19937& rng) {
+    std::uniform_real_distribution<float> u(-1, 1);
+    Weights w;
+    w.bytes.resize(static_cast<std::size_t>(rows * stride) * model::dtype_size(t) + 64);
+    for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = 0; c < stride; ++c) {
+            float v = u(rng);
+            std::byte* p = w.bytes.data() + static_cast<std::size_t>(r * stride + c) * model::dtype_size(t);
+            if (t == DType::F32) std::memcpy(p, &v, 4);
+            else {
+                std::uint16_t h = t == DType::BF16 ? to_bf16(v) : to_f16(v);
+                std::memcpy(p, &h, 2);
+            }
+        }
+    w.m = {w.bytes.data(), t, rows, cols, stride};
+    return w;
+}
+
+}  // namespace
+
+TEST_CASE("matmul on every ISA and dtype matches a double-precision reference") {
+    std::mt19937 rng(3);
+    cpu::ThreadPool pool(2);
+    const cpu::Isa best = cpu::best_isa();
+    for (cpu::Isa isa : {cpu::Isa::Scalar, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
+        if (static_cast<int>(isa) > static_cast<int>(best)) continue;
+        cpu::set_isa(isa);
+        for (DType t : {DType::F32, DType::BF16, DType::F16})
+            for (auto [rows, cols, stride, xs] : {std::tuple{7, 1, 1, 1}, {33, 131, 131, 3}, {64, 1024, 2048, 1},
+                                                  {300, 257, 257, 5}, {5, 15, 16, 2}}) {
+                std::string isa_text = cpu::isa_name(isa), dtype_text = model::dtype_name(t);
+                CAPTURE(isa_text);
+                CAPTURE(dtype_text);
+                CAPTURE(cols);
+                Weights w = make(t, rows, cols, stride, rng);
+                std::vector<float> x(static_cast<std::size_t>(xs * cols)), y(static_cast<std::size_t>(xs * rows));
+                std::uniform_real_distribution<float> u(-1, 1);
+                for (auto& v : x) v = u(rng);
+                cpu::matmul(x.data(), xs, w.m, y.data(), pool);
+                for (std::int64_t s = 0; s < xs; ++s)
+                    for (std::int64_t o = 0; o < rows; ++o) {
+                        double want = 0;
+                        for (std::int64_t i = 0; i < cols; ++i) want += double(w.m.at(o, i)) * x[s * cols + i];
+                        CHECK(std::abs(y[s * rows + o] - want) <= 1e-5 * (1 + std::sqrt(double(cols))));
+                    }
+                // One row at a time (the decode path) gives bitwise the batch's result.
+                std::vector<float> one(static_cast<std::size_t>(rows));
+                for (std::int64_t s = 0; s < xs; ++s) {
+                    cpu::matmul(x.data() + s * cols, 1, w.m, one.data(), pool);
+                    for (std::int64_t o = 0; o < rows; ++o) CHECK(one[o] == y[s * rows + o]);
+                }
+            }
+    }
+    cpu::set_isa(best);
+}
+
+TEST_CASE("f16 and bf16 widening is exact") {
+    CHECK(model::bf16_to_f32(0x3f80) == 1.0f);
+    CHECK(model::bf16_to_f32(0xc000) == -2.0f);
+    CHECK(model::f16_to_f32(0x3c00) == 1.0f);
+    CHECK(model::f16_to_f32(0xc000) == -2.0f);
+    CHECK(model::f16_to_f32(0x0001) == std::ldexp(1.0f, -24));  // subnormal
+    CHECK(std::isinf(model::f16_to_f32(0x7c00)));
+}
+
+TEST_CASE("rmsnorm and the short conv follow the reference formulas") {
+    std::vector<float> x{1, -2, 3, -4}, w{1, 0.5f, 2, 1}, out(4);
+    cpu::rmsnorm(x.data(), w.data(), 0.0, 4, out.data());
+    const float r = 1.0f / std::sqrt(7.5f);
+    CHECK(out[1] == doctest::Approx(-2 * r * 0.5f));
+    CHECK(out[2] == doctest::Approx(3 * r * 2));
+}
