@@ -1,9 +1,23 @@
 #!/usr/bin/env bash
-# `make run`: starts what the project serves today. Until the Inkling engine lands this
-# is the protocol demo: the echo engine driven over real pipes, the exchange printed.
+# `make run`: what the project serves today — the Inkling engine on the demo model,
+# chatting one turn through `inkling run --chat` with the real o200k-based tokenizer.
+# The demo model has the real vocabulary and TMLv0 tokens but tiny random layers, so its
+# reply is not yet language.
 set -euo pipefail
 build="${1:-build}"
-echo "== a SUBMIT to the echo engine over real pipes (frames as they cross the wire)"
-"$build/protocol-conformance" -v --scratch "$build" -- "$build/echo-engine" | sed -n '1,12p'
-echo "== the full conformance suite against it"
-"$build/protocol-conformance" --scratch "$build" -- "$build/echo-engine" | tail -1
+root="$(cd "$(dirname "$0")/.." && pwd)"
+"$root/tools/make-tokenizer/ensure.sh" "$build/o200k-inkling"
+demo="$build/demo-model"
+if [[ ! -f "$demo/.stamp" || "$root/tools/make-tiny/make_tiny.py" -nt "$demo/.stamp" ]]; then
+    echo "== writing the demo model into $demo"
+    /usr/bin/python3 "$root/tools/make-tiny/make_tiny.py" "$demo" --geometry demo --layout release --dtype bf16
+    touch "$demo/.stamp"
+fi
+cp "$build/o200k-inkling/tokenizer.json" "$demo/tokenizer.json"
+prompt="${PROMPT:-Hello! What can you do?}"
+echo "== inkling info"
+"$build/inkling" info --model "$demo" | head -8
+echo "== you: $prompt"
+printf "== inkling: "
+"$build/inkling" run --model "$demo" --chat --prompt "$prompt" -n 24 --temperature 0.8 --seed 1
+echo "== to chat yourself: $build/inkling run --model $demo --chat --prompt \"...\""

@@ -28,38 +28,58 @@ std::int32_t Sampler::next(std::span<const float> logits, std::span<const std::i
     }
     if (p_.temperature <= 0.0) return argmax(work_);
 
-    const float inv_t = static_cast<float>(1.0 / p_.temperature);
-    order_.resize(work_.size());
-    std::iota(order_.begin(), order_.end(), 0);
-    // Highest logits first; stable so equal logits keep id order.
-    std::stable_sort(order_.begin(), order_.end(), [&](std::int32_t a, std::int32_t b) { return work_[a] > work_[b]; });
-    std::size_t keep = order_.size();
-    if (p_.top_k > 0) keep = std::min<std::size_t>(keep, p_.top_k);
-    std::vector<double> prob(keep);
-    const double mx = work_[order_[0]] * inv_t;
+    const std::size_t V = work_.size();
+    const double inv_t = 1.0 / p_.temperature;
+    const float mx = *std::max_element(work_.begin(), work_.end());
+    prob_.resize(V);
     double total = 0.0;
-    for (std::size_t i = 0; i < keep; ++i) total += (prob[i] = std::exp(work_[order_[i]] * inv_t - mx));
+    for (std::size_t i = 0; i < V; ++i) total += (prob_[i] = std::exp((work_[i] - mx) * inv_t));
+    // A uniform double in [0, 1) from 53 random bits: the same on every platform.
+    const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+
+    if (p_.top_k == 0 && p_.top_p >= 1.0) {  // the whole distribution, in id order
+        double acc = 0.0, target = u * total;
+        for (std::size_t i = 0; i < V; ++i)
+            if ((acc += prob_[i]) > target) return static_cast<std::int32_t>(i);
+        return argmax(work_);
+    }
+    // Most probable first (ties: lower id first). Only as much of the order as the cuts
+    // need is sorted: top-k entries, or growing blocks until the top-p mass is reached.
+    order_.resize(V);
+    std::iota(order_.begin(), order_.end(), 0);
+    auto before = [&](std::int32_t a, std::int32_t b) { return prob_[a] > prob_[b] || (prob_[a] == prob_[b] && a < b); };
+    std::size_t keep = p_.top_k > 0 ? std::min<std::size_t>(p_.top_k, V) : V;
+    if (keep < V) {
+        std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(keep), order_.end(), before);
+        total = 0.0;
+        for (std::size_t i = 0; i < keep; ++i) total += prob_[order_[i]];
+    }
     if (p_.top_p < 1.0) {
-        // Smallest prefix whose probability reaches top_p (at least one token).
+        // The smallest prefix whose mass reaches top_p of what is kept (at least one).
+        std::size_t sorted = keep < V ? keep : 0, block = 64;
         double acc = 0.0;
         std::size_t cut = keep;
         for (std::size_t i = 0; i < keep; ++i) {
-            acc += prob[i] / total;
-            if (acc >= p_.top_p) {
+            if (i == sorted) {
+                std::size_t upto = std::min(keep, sorted + block);
+                std::partial_sort(order_.begin() + static_cast<std::ptrdiff_t>(sorted),
+                                  order_.begin() + static_cast<std::ptrdiff_t>(upto),
+                                  order_.begin() + static_cast<std::ptrdiff_t>(keep), before);
+                sorted = upto;
+                block *= 16;
+            }
+            acc += prob_[order_[i]];
+            if (acc >= p_.top_p * total) {
                 cut = i + 1;
                 break;
             }
         }
         keep = cut;
-        total = std::accumulate(prob.begin(), prob.begin() + static_cast<std::ptrdiff_t>(keep), 0.0);
+        total = acc;
     }
-    // A uniform double in [0, 1) from 53 random bits: the same on every platform.
-    const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53 * total;
-    double acc = 0.0;
-    for (std::size_t i = 0; i < keep; ++i) {
-        acc += prob[i];
-        if (u < acc) return order_[i];
-    }
+    double acc = 0.0, target = u * total;
+    for (std::size_t i = 0; i < keep; ++i)
+        if ((acc += prob_[order_[i]]) > target) return order_[i];
     return order_[keep - 1];
 }
 

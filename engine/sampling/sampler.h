@@ -28,6 +28,7 @@ private:
     Params p_;
     std::mt19937_64 rng_;
     std::vector<float> work_;
+    std::vector<double> prob_;
     std::vector<std::int32_t> order_;
 };
 
