@@ -46,9 +46,6 @@ void Forward::embed(std::span<const std::int32_t> ids, AudioCursor* audio, float
     std::vector<float> sum(static_cast<std::size_t>(D)), row(static_cast<std::size_t>(D));
     for (std::size_t s = 0; s < ids.size(); ++s) {
         const std::int32_t id = ids[s];
-        if (id < 0 || id >= c_.vocab)
-            throw std::runtime_error("token id " + std::to_string(id) + " is outside the vocabulary (0.." +
-                                     std::to_string(c_.vocab - 1) + ")");
         float* out = x + s * D;
         if (audio && id == c_.audio_token && audio->next < audio->frame_count(c_.mel_bins)) {
             if (!w_.audio_encoder)
@@ -72,24 +69,26 @@ void Forward::embed(std::span<const std::int32_t> ids, AudioCursor* audio, float
     }
 }
 
-void Forward::attention(int layer, SessionState& state, std::int64_t pos0, std::int64_t S, const float* h,
-                        float* out) {
+void Forward::attention(int layer, const std::vector<Span>& spans, std::int64_t R, const float* h, float* out) {
     const model::LayerWeights& L = w_.layers[layer];
-    LayerState& st = state.layers[layer];
     const bool local = c_.kinds[layer].local;
     const std::int64_t H = c_.layer_heads(layer), KV = c_.layer_kv_heads(layer), hd = c_.layer_head_dim(layer);
     const std::int64_t ext = c_.layer_extent(layer), d_rel = c_.d_rel, kvd = KV * hd, group = H / KV;
 
-    std::vector<float> q(static_cast<std::size_t>(S * H * hd)), k(static_cast<std::size_t>(S * kvd)),
-        v(static_cast<std::size_t>(S * kvd)), r(static_cast<std::size_t>(S * H * d_rel));
-    mm(h, S, L.wq, q.data());
-    mm(h, S, L.wk, k.data());
-    mm(h, S, L.wv, v.data());
-    mm(h, S, L.wr, r.data());
-    // K and V short convs act on the raw projections, before the head norms.
-    short_conv(k.data(), S, kvd, L.k_conv.data(), c_.conv_kernel, st.conv[0].data());
-    short_conv(v.data(), S, kvd, L.v_conv.data(), c_.conv_kernel, st.conv[1].data());
-    for (std::int64_t s = 0; s < S; ++s) {
+    std::vector<float> q(static_cast<std::size_t>(R * H * hd)), k(static_cast<std::size_t>(R * kvd)),
+        v(static_cast<std::size_t>(R * kvd)), r(static_cast<std::size_t>(R * H * d_rel));
+    mm(h, R, L.wq, q.data());
+    mm(h, R, L.wk, k.data());
+    mm(h, R, L.wv, v.data());
+    mm(h, R, L.wr, r.data());
+    // K and V short convs act on the raw projections, before the head norms; each
+    // session's rows continue that session's conv history.
+    for (const Span& sp : spans) {
+        LayerState& st = sp.state->layers[layer];
+        short_conv(k.data() + sp.first * kvd, sp.rows, kvd, L.k_conv.data(), c_.conv_kernel, st.conv[0].data());
+        short_conv(v.data() + sp.first * kvd, sp.rows, kvd, L.v_conv.data(), c_.conv_kernel, st.conv[1].data());
+    }
+    for (std::int64_t s = 0; s < R; ++s) {
         for (std::int64_t hh = 0; hh < H; ++hh) {
             float* qh = q.data() + (s * H + hh) * hd;
             rmsnorm(qh, L.q_norm.data(), c_.eps, hd, qh);
@@ -100,20 +99,31 @@ void Forward::attention(int layer, SessionState& state, std::int64_t pos0, std::
         }
     }
 
-    std::vector<float> ctx(static_cast<std::size_t>(S * H * hd));
+    // One job per (row, head) over all sessions.
+    std::vector<std::int32_t> span_of(static_cast<std::size_t>(R));
+    std::int64_t work = 0;
+    for (std::size_t b = 0; b < spans.size(); ++b) {
+        for (std::int64_t s = 0; s < spans[b].rows; ++s) span_of[spans[b].first + s] = static_cast<std::int32_t>(b);
+        work += spans[b].rows * H * (spans[b].pos0 + spans[b].rows);
+    }
+    std::vector<float> ctx(static_cast<std::size_t>(R * H * hd));
     const float inv_hd = 1.0f / static_cast<float>(hd);
-    auto key = [&](std::int64_t t, std::int64_t g) -> const float* {
-        if (t >= pos0) return k.data() + ((t - pos0) * KV + g) * hd;
-        return st.k.data() + (g * st.rows + t % st.rows) * hd;
-    };
-    auto value = [&](std::int64_t t, std::int64_t g) -> const float* {
-        if (t >= pos0) return v.data() + ((t - pos0) * KV + g) * hd;
-        return st.v.data() + (g * st.rows + t % st.rows) * hd;
-    };
     auto one = [&](std::int64_t begin, std::int64_t end) {
         std::vector<float> scores, bias;
         for (std::int64_t job = begin; job < end; ++job) {
-            const std::int64_t s = job / H, hh = job % H, g = hh / group, p = pos0 + s;
+            const std::int64_t row = job / H, hh = job % H, g = hh / group;
+            const Span& sp = spans[span_of[row]];
+            const LayerState& st = sp.state->layers[layer];
+            const std::int64_t p = sp.pos0 + (row - sp.first);
+            // Keys of this block come from the fresh rows, older ones from the cache.
+            auto key = [&](std::int64_t t) -> const float* {
+                if (t >= sp.pos0) return k.data() + ((sp.first + t - sp.pos0) * KV + g) * hd;
+                return st.k.data() + (g * st.rows + t % st.rows) * hd;
+            };
+            auto value = [&](std::int64_t t) -> const float* {
+                if (t >= sp.pos0) return v.data() + ((sp.first + t - sp.pos0) * KV + g) * hd;
+                return st.v.data() + (g * st.rows + t % st.rows) * hd;
+            };
             const std::int64_t t0 = local ? std::max<std::int64_t>(0, p - c_.window + 1) : 0;
             const std::int64_t n = p - t0 + 1;
             float tau = 1.0f;
@@ -124,45 +134,48 @@ void Forward::attention(int layer, SessionState& state, std::int64_t pos0, std::
             // This head's bias for each backward distance it can see (zero past the bank).
             const std::int64_t nb = std::min(ext, n);
             bias.assign(static_cast<std::size_t>(nb), 0.0f);
-            const float* rh = r.data() + (s * H + hh) * d_rel;
+            const float* rh = r.data() + (row * H + hh) * d_rel;
             for (std::int64_t d = 0; d < d_rel; ++d) {
                 const float* bank = L.rel_bank.data() + d * ext;
                 for (std::int64_t e = 0; e < nb; ++e) bias[e] += rh[d] * bank[e];
             }
-            const float* qh = q.data() + (s * H + hh) * hd;
+            const float* qh = q.data() + (row * H + hh) * hd;
             scores.resize(static_cast<std::size_t>(n));
             float mx = -std::numeric_limits<float>::infinity();
             for (std::int64_t i = 0; i < n; ++i) {
                 const std::int64_t t = t0 + i, dist = p - t;
-                float sc = cpu::dot(qh, key(t, g), hd) * inv_hd + (dist < ext ? bias[dist] : 0.0f);
+                float sc = cpu::dot(qh, key(t), hd) * inv_hd + (dist < ext ? bias[dist] : 0.0f);
                 sc *= tau;
                 scores[i] = sc;
                 mx = std::max(mx, sc);
             }
             float total = 0.0f;
             for (auto& sc : scores) total += (sc = std::exp(sc - mx));
-            float* o = ctx.data() + (s * H + hh) * hd;
+            float* o = ctx.data() + (row * H + hh) * hd;
             std::fill(o, o + hd, 0.0f);
             for (std::int64_t i = 0; i < n; ++i) {
                 const float pr = scores[i] / total;
-                const float* vt = value(t0 + i, g);
+                const float* vt = value(t0 + i);
                 for (std::int64_t d = 0; d < hd; ++d) o[d] += pr * vt[d];
             }
         }
     };
-    if (S * H * (pos0 + S) < 4096) one(0, S * H);
-    else pool_.parallel_for(S * H, one);
+    if (work < 4096) one(0, R * H);
+    else pool_.parallel_for(R * H, one);
 
-    // The block's K/V rows join the cache after scoring; rows a ring would overwrite
-    // within this same block are skipped.
-    for (std::int64_t s = std::max<std::int64_t>(0, S - st.rows); s < S; ++s) {
-        const std::int64_t row = (pos0 + s) % st.rows;
-        for (std::int64_t g = 0; g < KV; ++g) {
-            std::copy_n(k.data() + (s * KV + g) * hd, hd, st.k.data() + (g * st.rows + row) * hd);
-            std::copy_n(v.data() + (s * KV + g) * hd, hd, st.v.data() + (g * st.rows + row) * hd);
+    // Each block's K/V rows join its cache after scoring; rows a ring would overwrite
+    // within the same block are skipped.
+    for (const Span& sp : spans) {
+        LayerState& st = sp.state->layers[layer];
+        for (std::int64_t s = std::max<std::int64_t>(0, sp.rows - st.rows); s < sp.rows; ++s) {
+            const std::int64_t row = (sp.pos0 + s) % st.rows, src = sp.first + s;
+            for (std::int64_t g = 0; g < KV; ++g) {
+                std::copy_n(k.data() + (src * KV + g) * hd, hd, st.k.data() + (g * st.rows + row) * hd);
+                std::copy_n(v.data() + (src * KV + g) * hd, hd, st.v.data() + (g * st.rows + row) * hd);
+            }
         }
     }
-    mm(ctx.data(), S, L.wo, out);
+    mm(ctx.data(), R, L.wo, out);
 }
 
 void Forward::ffn(const model::Ffn& f, std::int64_t rows, const float* x, float* out) {
@@ -245,44 +258,82 @@ void Forward::moe(int layer, std::int64_t S, const float* h, float* out) {
 
 std::vector<float> Forward::step(SessionState& state, std::span<const std::int32_t> ids, AudioCursor* audio,
                                  bool all_rows) {
-    const std::int64_t S = static_cast<std::int64_t>(ids.size()), D = c_.hidden, U = c_.unpadded_vocab;
-    if (S == 0) return {};
-    if (state.len + S > state.capacity)
-        throw std::runtime_error("context full: " + std::to_string(state.len) + " + " + std::to_string(S) +
-                                 " positions exceed the capacity of " + std::to_string(state.capacity));
-    const std::int64_t pos0 = state.len;
-    std::vector<float> x(static_cast<std::size_t>(S * D)), h(x.size()), a(x.size());
-    bool used_audio = false;
-    embed(ids, audio, x.data(), used_audio);
+    if (ids.empty()) return {};
+    Block block{&state, ids, audio, all_rows};
+    return std::move(step_batch(std::span(&block, 1))[0]);
+}
+
+std::vector<std::vector<float>> Forward::step_batch(std::span<const Block> blocks) {
+    const std::int64_t D = c_.hidden, U = c_.unpadded_vocab;
+    std::vector<Span> spans;
+    std::int64_t R = 0;
+    for (const Block& b : blocks) {
+        const std::int64_t S = static_cast<std::int64_t>(b.ids.size());
+        if (S == 0) throw std::runtime_error("a block with no ids");
+        if (b.state->len + S > b.state->capacity)
+            throw std::runtime_error("context full: " + std::to_string(b.state->len) + " + " + std::to_string(S) +
+                                     " positions exceed the capacity of " + std::to_string(b.state->capacity));
+        for (const Span& other : spans)
+            if (other.state == b.state) throw std::runtime_error("one session twice in a batch");
+        for (std::int32_t id : b.ids)
+            if (id < 0 || id >= c_.vocab)
+                throw std::runtime_error("token id " + std::to_string(id) + " is outside the vocabulary (0.." +
+                                         std::to_string(c_.vocab - 1) + ")");
+        spans.push_back({b.state, R, S, b.state->len});
+        R += S;
+    }
+    std::vector<float> x(static_cast<std::size_t>(R * D)), h(x.size()), a(x.size());
+    std::vector<char> used_audio(blocks.size(), 0);
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        bool used = false;
+        embed(blocks[b].ids, blocks[b].audio, x.data() + spans[b].first * D, used);
+        used_audio[b] = used;
+    }
 
     for (int i = 0; i < c_.layers; ++i) {
         const model::LayerWeights& L = w_.layers[i];
-        LayerState& st = state.layers[i];
-        for (std::int64_t s = 0; s < S; ++s) rmsnorm(x.data() + s * D, L.attn_norm.data(), c_.eps, D, h.data() + s * D);
-        attention(i, state, pos0, S, h.data(), a.data());
-        short_conv(a.data(), S, D, L.attn_conv.data(), c_.conv_kernel, st.conv[2].data());
-        for (std::int64_t j = 0; j < S * D; ++j) x[j] += a[j];
-        for (std::int64_t s = 0; s < S; ++s) rmsnorm(x.data() + s * D, L.mlp_norm.data(), c_.eps, D, h.data() + s * D);
-        if (c_.kinds[i].sparse) moe(i, S, h.data(), a.data());
-        else mlp(i, S, h.data(), a.data());
-        short_conv(a.data(), S, D, L.mlp_conv.data(), c_.conv_kernel, st.conv[3].data());
-        for (std::int64_t j = 0; j < S * D; ++j) x[j] += a[j];
+        for (std::int64_t s = 0; s < R; ++s) rmsnorm(x.data() + s * D, L.attn_norm.data(), c_.eps, D, h.data() + s * D);
+        attention(i, spans, R, h.data(), a.data());
+        for (const Span& sp : spans)
+            short_conv(a.data() + sp.first * D, sp.rows, D, L.attn_conv.data(), c_.conv_kernel,
+                       sp.state->layers[i].conv[2].data());
+        for (std::int64_t j = 0; j < R * D; ++j) x[j] += a[j];
+        for (std::int64_t s = 0; s < R; ++s) rmsnorm(x.data() + s * D, L.mlp_norm.data(), c_.eps, D, h.data() + s * D);
+        if (c_.kinds[i].sparse) moe(i, R, h.data(), a.data());
+        else mlp(i, R, h.data(), a.data());
+        for (const Span& sp : spans)
+            short_conv(a.data() + sp.first * D, sp.rows, D, L.mlp_conv.data(), c_.conv_kernel,
+                       sp.state->layers[i].conv[3].data());
+        for (std::int64_t j = 0; j < R * D; ++j) x[j] += a[j];
     }
-    state.len += S;
-    state.fed.insert(state.fed.end(), ids.begin(), ids.end());
-    if (used_audio) state.tainted = true;
 
-    const std::int64_t first = all_rows ? 0 : S - 1, n_out = S - first;
+    // The rows whose logits are wanted, through the final norm, ÷ mup and lm_head at once.
+    std::vector<std::int64_t> out_rows;
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        const Span& sp = spans[b];
+        blocks[b].state->len += sp.rows;
+        blocks[b].state->fed.insert(blocks[b].state->fed.end(), blocks[b].ids.begin(), blocks[b].ids.end());
+        if (used_audio[b]) blocks[b].state->tainted = true;
+        for (std::int64_t s = blocks[b].all_rows ? 0 : sp.rows - 1; s < sp.rows; ++s) out_rows.push_back(sp.first + s);
+    }
+    const std::int64_t n_out = static_cast<std::int64_t>(out_rows.size());
     std::vector<float> y(static_cast<std::size_t>(n_out * D));
     const float inv_mup = static_cast<float>(1.0 / c_.mup);
     for (std::int64_t s = 0; s < n_out; ++s) {
         float* ys = y.data() + s * D;
-        rmsnorm(x.data() + (first + s) * D, w_.final_norm.data(), c_.eps, D, ys);
+        rmsnorm(x.data() + out_rows[s] * D, w_.final_norm.data(), c_.eps, D, ys);
         for (std::int64_t d = 0; d < D; ++d) ys[d] *= inv_mup;
     }
     std::vector<float> logits(static_cast<std::size_t>(n_out * U));
     mm(y.data(), n_out, w_.lm_head, logits.data());
-    return logits;
+    std::vector<std::vector<float>> result(blocks.size());
+    std::int64_t at = 0;
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        const std::int64_t n = blocks[b].all_rows ? spans[b].rows : 1;
+        result[b].assign(logits.begin() + at * U, logits.begin() + (at + n) * U);
+        at += n;
+    }
+    return result;
 }
 
 }  // namespace inkling::forward

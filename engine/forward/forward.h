@@ -26,6 +26,14 @@ struct AudioCursor {
     std::int64_t frame_count(int mel_bins) const { return static_cast<std::int64_t>(frames.size()) / mel_bins; }
 };
 
+// One session's share of a batched step: `ids` at positions state->len onwards.
+struct Block {
+    SessionState* state = nullptr;
+    std::span<const std::int32_t> ids;
+    AudioCursor* audio = nullptr;  // frames for this block's audio placeholders, or none
+    bool all_rows = false;         // logits for every row, else the last row only
+};
+
 class Forward {
 public:
     Forward(const model::Model& model, cpu::ThreadPool& pool);
@@ -38,15 +46,24 @@ public:
     std::vector<float> step(SessionState& state, std::span<const std::int32_t> ids, AudioCursor* audio,
                             bool all_rows);
 
+    // Several sessions in one forward: every matrix is read once for all their rows (an
+    // expert serves every row routed to it), while attention, convs and K/V stay per
+    // session. Each row's result is bitwise what step() gives that session alone. All
+    // blocks are checked before any state changes. Returns each block's logits.
+    std::vector<std::vector<float>> step_batch(std::span<const Block> blocks);
+
     const model::Model& model() const { return model_; }
     // Bytes of weight matrices the steps so far have read (each matrix once per step): the
     // benchmark's bytes-per-token.
     std::uint64_t weight_bytes_read() const { return weight_bytes_read_; }
 
 private:
+    struct Span {  // a block's rows within the batch
+        SessionState* state;
+        std::int64_t first, rows, pos0;
+    };
     void embed(std::span<const std::int32_t> ids, AudioCursor* audio, float* x, bool& used_audio);
-    void attention(int layer, SessionState& state, std::int64_t pos0, std::int64_t rows, const float* h,
-                   float* out);
+    void attention(int layer, const std::vector<Span>& spans, std::int64_t rows, const float* h, float* out);
     void mlp(int layer, std::int64_t rows, const float* h, float* out);
     void moe(int layer, std::int64_t rows, const float* h, float* out);
     void ffn(const model::Ffn& f, std::int64_t rows, const float* x, float* out);

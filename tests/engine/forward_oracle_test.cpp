@@ -139,3 +139,41 @@ TEST_CASE("a state never overflows its capacity, and reset starts a fresh conver
     CHECK_THROWS_WITH_AS(fw.step(state, bad, nullptr, false), doctest::Contains("outside the vocabulary"),
                          std::runtime_error);
 }
+
+TEST_CASE("a batched step over several sessions gives each exactly its solo logits") {
+    cpu::ThreadPool pool(2);
+    for (const char* name : {"mixed-release-bf16", "ring-hf-f32"}) {
+        CAPTURE(name);
+        auto model = model::load_model(test_paths::fixtures() / name);
+        forward::Forward fw(model, pool);
+        auto prompt = test_paths::golden(name)["prompt_ids"].get<std::vector<std::int32_t>>();
+        // Three sessions at different depths: a long prefill chunk, a short one, a decode row.
+        std::vector<std::vector<std::int32_t>> first{{prompt.begin(), prompt.begin() + 20},
+                                                     {prompt.begin() + 5, prompt.begin() + 8},
+                                                     {prompt.begin() + 9, prompt.begin() + 30}};
+        std::vector<std::vector<std::int32_t>> second{{prompt.begin() + 20, prompt.begin() + 21},
+                                                      {prompt.begin() + 8, prompt.begin() + 19},
+                                                      {prompt.begin() + 30, prompt.begin() + 31}};
+        std::vector<std::vector<float>> solo;
+        for (int i = 0; i < 3; ++i) {
+            auto st = forward::make_session(model.config, 64);
+            fw.step(st, first[i], nullptr, false);
+            solo.push_back(fw.step(st, second[i], nullptr, true));
+        }
+        std::vector<forward::SessionState> states;
+        for (int i = 0; i < 3; ++i) states.push_back(forward::make_session(model.config, 64));
+        std::vector<forward::Block> blocks;
+        for (int i = 0; i < 3; ++i) blocks.push_back({&states[i], first[i], nullptr, false});
+        fw.step_batch(blocks);
+        blocks.clear();
+        for (int i = 0; i < 3; ++i) blocks.push_back({&states[i], second[i], nullptr, true});
+        auto batched = fw.step_batch(blocks);
+        for (int i = 0; i < 3; ++i) CHECK(batched[i] == solo[i]);
+        // A bad block is refused before any session changes.
+        std::vector<std::int32_t> bad{1, 100000};
+        blocks = {{&states[0], second[0], nullptr, false}, {&states[1], bad, nullptr, false}};
+        const auto len0 = states[0].len;
+        CHECK_THROWS_AS(fw.step_batch(blocks), std::runtime_error);
+        CHECK(states[0].len == len0);
+    }
+}
