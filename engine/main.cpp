@@ -22,6 +22,9 @@
 #include "engine/model/tokenizer.h"
 #include "engine/model/weights.h"
 #include "engine/sampling/sampler.h"
+#include "engine/serve/scheduler.h"
+#include "engine/serve/serve_loop.h"
+#include "protocol/binary_stdio.h"
 #include "protocol/fields.h"
 #include "protocol/tml_render.h"
 
@@ -213,6 +216,24 @@ int cmd_run(const cxxopts::ParseResult& args) {
     return 0;
 }
 
+// The long-lived engine the gateway and coli drive over protocol/ (PROTOCOL.md).
+int cmd_serve(const cxxopts::ParseResult& args) {
+    inkling::protocol::init_binary_stdio();  // before any byte on stdout
+    auto model = inkling::model::load_model(args["model"].as<std::string>());
+    auto tokenizer = load_tokenizer(model);
+    inkling::serve::ServeOptions o;
+    o.slots = args["slots"].as<int>();
+    o.context = args.count("ctx") ? args["ctx"].as<std::int64_t>() : 4096;
+    o.prefill_chunk = args["prefill-chunk"].as<std::int64_t>();
+    o.pins = args["pins"].as<std::size_t>();
+    if (o.slots < 1 || o.slots > 256) throw std::runtime_error("--slots must lie in 1..256");
+    if (o.context < 2) throw std::runtime_error("--ctx must be at least 2");
+    if (o.prefill_chunk < 1) throw std::runtime_error("--prefill-chunk must be at least 1");
+    inkling::cpu::ThreadPool pool(args["threads"].as<unsigned>());
+    inkling::serve::Scheduler scheduler(model, tokenizer ? &*tokenizer : nullptr, pool, o);
+    return inkling::serve::serve_stdio(scheduler);
+}
+
 // Prefill and decode speed on one model, against the memory bandwidth measured now.
 int cmd_bench(const cxxopts::ParseResult& args) {
     auto model = inkling::model::load_model(args["model"].as<std::string>());
@@ -274,10 +295,10 @@ int cmd_bench(const cxxopts::ParseResult& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    cxxopts::Options options("inkling", "The Inkling engine.\n  inkling run --model DIR (--prompt TEXT | --ids 1,2,3) [options]\n  inkling info --model DIR\n  inkling bench --model DIR [--prompt-tokens N] [--decode-tokens N]");
+    cxxopts::Options options("inkling", "The Inkling engine.\n  inkling run --model DIR (--prompt TEXT | --ids 1,2,3) [options]\n  inkling serve --model DIR [--slots N] [--ctx N] [--threads N]\n  inkling info --model DIR\n  inkling bench --model DIR [--prompt-tokens N] [--decode-tokens N]");
     options.positional_help("COMMAND");
     options.add_options()
-        ("command", "run | info | bench", cxxopts::value<std::string>())
+        ("command", "run | serve | info | bench", cxxopts::value<std::string>())
         ("model", "model directory (config.json, *.safetensors, tokenizer.json)", cxxopts::value<std::string>())
         ("prompt", "prompt text (needs tokenizer.json)", cxxopts::value<std::string>())
         ("ids", "prompt as comma-separated token ids", cxxopts::value<std::string>())
@@ -290,9 +311,12 @@ int main(int argc, char** argv) {
         ("top-k", "0 = off", cxxopts::value<unsigned>()->default_value("0"))
         ("repetition-penalty", "1 = off", cxxopts::value<double>()->default_value("1"))
         ("seed", "sampling seed", cxxopts::value<std::uint64_t>()->default_value("0"))
-        ("ctx", "context capacity in tokens (default: prompt + n)", cxxopts::value<std::int64_t>())
+        ("ctx", "context capacity in tokens (run: prompt + n; serve: 4096 per slot)", cxxopts::value<std::int64_t>())
         ("threads", "threads (0 = all cores)", cxxopts::value<unsigned>()->default_value("0"))
         ("isa", "kernel ISA: scalar, avx2, avx512 (default: best available)", cxxopts::value<std::string>())
+        ("slots", "serve: KV slots (concurrent conversations)", cxxopts::value<int>()->default_value("4"))
+        ("prefill-chunk", "serve: prompt tokens per round and request", cxxopts::value<std::int64_t>()->default_value("256"))
+        ("pins", "serve: pinned snapshots kept (pin=1)", cxxopts::value<std::size_t>()->default_value("4"))
         ("prompt-tokens", "bench: prompt length", cxxopts::value<int>()->default_value("128"))
         ("decode-tokens", "bench: tokens decoded", cxxopts::value<int>()->default_value("32"))
         ("json", "print one JSON object (ids, tokens, text, prompt_argmax, last_logits, timings)", cxxopts::value<bool>()->default_value("false"))
@@ -310,7 +334,8 @@ int main(int argc, char** argv) {
         if (cmd == "run") return cmd_run(args);
         if (cmd == "info") return cmd_info(args);
         if (cmd == "bench") return cmd_bench(args);
-        throw std::runtime_error("unknown command '" + cmd + "' (run, info, bench)");
+        if (cmd == "serve") return cmd_serve(args);
+        throw std::runtime_error("unknown command '" + cmd + "' (run, serve, info, bench)");
     } catch (const cxxopts::exceptions::exception& e) {
         std::fprintf(stderr, "inkling: %s\n", e.what());
         return 2;

@@ -77,6 +77,15 @@ if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
 else
     echo "reference-goldens: skipped (python3-torch not installed; the committed goldens still ran)"
 fi
+if "$root/tools/make-tiny/ensure_demo.sh" "$build" >"$log_dir/demo-model.log" 2>&1; then
+    run_suite conformance-engine-text "$build/protocol-conformance" --scratch "$log_dir" -- \
+        "$build/inkling" serve --model "$build/demo-model" --slots 2 --ctx 512 --threads 2
+else
+    echo "FAIL demo-model: see $log_dir/demo-model.log"
+    failed=$((failed + 1))
+fi
+run_suite conformance-engine-ids "$build/protocol-conformance" --prompt "1 2 3 4 5" --keys ids=1 \
+    --scratch "$log_dir" -- "$build/inkling" serve --model "$build/fixtures/base-hf-f32" --slots 1 --ctx 256 --threads 2
 run_suite conformance-echo "$build/protocol-conformance" --scratch "$log_dir" -- "$build/echo-engine"
 run_suite conformance-echo-1slot "$build/protocol-conformance" --scratch "$log_dir" -- "$build/echo-engine" --slots 1
 

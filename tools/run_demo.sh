@@ -6,14 +6,8 @@
 set -euo pipefail
 build="${1:-build}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
-"$root/tools/make-tokenizer/ensure.sh" "$build/o200k-inkling"
+"$root/tools/make-tiny/ensure_demo.sh" "$build"
 demo="$build/demo-model"
-if [[ ! -f "$demo/.stamp" || "$root/tools/make-tiny/make_tiny.py" -nt "$demo/.stamp" ]]; then
-    echo "== writing the demo model into $demo"
-    /usr/bin/python3 "$root/tools/make-tiny/make_tiny.py" "$demo" --geometry demo --layout release --dtype bf16
-    touch "$demo/.stamp"
-fi
-cp "$build/o200k-inkling/tokenizer.json" "$demo/tokenizer.json"
 prompt="${PROMPT:-Hello! What can you do?}"
 echo "== inkling info"
 "$build/inkling" info --model "$demo" | head -8

@@ -1,0 +1,384 @@
+#include "engine/serve/scheduler.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <random>
+
+#include "engine/cpu/kernels.h"
+#include "protocol/fields.h"
+
+namespace inkling::serve {
+
+using protocol::ErrorCode;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// ids=1 prompts: decimal token ids separated by whitespace.
+std::optional<std::vector<std::int32_t>> parse_id_prompt(const std::string& text, std::int64_t vocab,
+                                                         std::string& why) {
+    std::vector<std::int32_t> ids;
+    std::size_t i = 0;
+    while (i < text.size()) {
+        while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+        std::size_t start = i;
+        while (i < text.size() && !std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+        if (start == i) break;
+        std::string_view token(text.data() + start, i - start);
+        auto v = protocol::parse_u64(token);
+        if (!v) {
+            why = "ids=1: '" + protocol::printable(token) + "' is not a token id";
+            return std::nullopt;
+        }
+        if (*v >= static_cast<std::uint64_t>(vocab)) {
+            why = "ids=1: token id " + std::string(token) + " is outside the vocabulary (0.." +
+                  std::to_string(vocab - 1) + ")";
+            return std::nullopt;
+        }
+        ids.push_back(static_cast<std::int32_t>(*v));
+    }
+    return ids;
+}
+
+}  // namespace
+
+struct Scheduler::Active {
+    protocol::Submit request;
+    int slot = 0;
+    std::vector<std::int32_t> prompt;
+    std::string audio;
+    forward::AudioCursor cursor;
+    std::int64_t reused = 0;
+    std::int64_t fed = 0;       // prompt tokens fed so far (reused ones included)
+    std::int64_t budget = 0;    // tokens it may generate (max_tokens clamped to the room left)
+    std::int64_t emitted = 0;
+    bool decoding = false;
+    std::int32_t pending = 0;   // the sampled token to feed next
+    std::vector<std::int32_t> history;  // prompt + generated, for the repetition penalty
+    std::vector<float> last_row;        // logits of the previous prompt row (ECHO needs it)
+    std::uint64_t last_prefill_round = 0;
+    sampling::Sampler sampler;
+    Clock::time_point accepted_at, first_token_at, prefill_done_at;
+
+    Active(const protocol::Submit& r, const sampling::Params& p) : request(r), sampler(p) {}
+    bool prefilling() const { return !decoding; }
+};
+
+Scheduler::Scheduler(const model::Model& model, const model::Tokenizer* tokenizer, cpu::ThreadPool& pool,
+                     const ServeOptions& options)
+    : model_(model), tokenizer_(tokenizer), options_(options), forward_(model, pool), pins_(options.pins) {
+    for (int i = 0; i < options.slots; ++i) slots_.push_back(forward::make_session(model.config, options.context));
+}
+
+Scheduler::~Scheduler() = default;
+
+std::string Scheduler::token_text(std::int32_t id) const {
+    if (tokenizer_) return tokenizer_->token_bytes(id);
+    return std::to_string(id) + " ";
+}
+
+void Scheduler::erase(const std::string& id) {
+    for (auto it = active_.begin(); it != active_.end(); ++it)
+        if (it->second->request.id == id) {
+            active_.erase(it);
+            return;
+        }
+}
+
+void Scheduler::submit(const protocol::Submit& r, FrameSink& out) {
+    const auto& c = model_.config;
+    auto error = [&](ErrorCode code, std::string detail) { out.send(protocol::Error{r.id, code, std::move(detail)}); };
+    if (r.slot >= static_cast<std::uint32_t>(options_.slots))
+        return error(ErrorCode::BadRequest, "slot " + std::to_string(r.slot) + " is outside 0.." +
+                                                std::to_string(options_.slots - 1));
+    for (const auto& [_, a] : active_)
+        if (a->request.id == r.id) return error(ErrorCode::DuplicateId, "id " + r.id + " is in flight");
+    if (active_.count(static_cast<int>(r.slot)))
+        return error(ErrorCode::SlotBusy,
+                     "slot " + std::to_string(r.slot) + " is serving " + active_.at(static_cast<int>(r.slot))->request.id);
+    if (r.prompt.empty()) return error(ErrorCode::EmptyPrompt, "the prompt is empty");
+
+    std::vector<std::int32_t> prompt;
+    if (r.options.ids) {
+        std::string why;
+        auto ids = parse_id_prompt(r.prompt, c.vocab, why);
+        if (!ids) return error(ErrorCode::BadRequest, why);
+        prompt = std::move(*ids);
+    } else {
+        if (!tokenizer_)
+            return error(ErrorCode::NotSupported, "this model has no tokenizer.json: send token ids with ids=1");
+        prompt = tokenizer_->encode(r.prompt);
+    }
+    if (prompt.empty()) return error(ErrorCode::EmptyPrompt, "the prompt has no tokens");
+
+    // Audio: one DMel frame per <|audio|> placeholder, in order.
+    const std::int64_t placeholders = std::count(prompt.begin(), prompt.end(), c.audio_token);
+    if (!r.extension.empty() || placeholders > 0) {
+        if (!r.extension.empty() && !model_.weights.audio_encoder)
+            return error(ErrorCode::NotSupported, "this model has no audio tower (model.audio.* or audio.safetensors)");
+        const std::int64_t bins = c.mel_bins, frames = static_cast<std::int64_t>(r.extension.size()) / bins;
+        if (static_cast<std::int64_t>(r.extension.size()) % bins != 0)
+            return error(ErrorCode::AudioMismatch, "extension of " + std::to_string(r.extension.size()) +
+                                                       " bytes is not a whole number of " + std::to_string(bins) +
+                                                       "-byte DMel frames");
+        if (!r.extension.empty() && frames != placeholders)
+            return error(ErrorCode::AudioMismatch, "frames=" + std::to_string(frames) +
+                                                       " placeholders=" + std::to_string(placeholders));
+    }
+    const std::int64_t P = static_cast<std::int64_t>(prompt.size());
+    if (P >= options_.context)
+        return error(ErrorCode::ContextExceeded,
+                     "prompt_tokens=" + std::to_string(P) + " requested=" +
+                         std::to_string(P + static_cast<std::int64_t>(r.max_tokens)) +
+                         " capacity=" + std::to_string(options_.context));
+
+    sampling::Params sp;
+    sp.temperature = r.temperature;
+    sp.top_p = r.top_p;
+    sp.top_k = r.options.top_k;
+    sp.repetition_penalty = r.options.repetition_penalty;
+    sp.seed = r.options.seed ? *r.options.seed : std::random_device{}();
+    auto a = std::make_unique<Active>(r, sp);
+    a->slot = static_cast<int>(r.slot);
+    a->prompt = std::move(prompt);
+    a->audio = r.extension;
+    a->cursor = {std::span(reinterpret_cast<const std::uint8_t*>(a->audio.data()), a->audio.size()), 0};
+    a->budget = std::min<std::int64_t>(static_cast<std::int64_t>(r.max_tokens), options_.context - P);
+    a->history = a->prompt;
+    a->accepted_at = Clock::now();
+
+    // Reuse: the slot's record is a strict prefix of this prompt (never across audio, never
+    // for a prompt read-out, which needs every position), else the deepest pinned snapshot.
+    forward::SessionState& st = slots_[a->slot];
+    if (r.options.reset) {
+        st.reset();
+        pins_.drop_slot(a->slot);
+    }
+    const bool may_reuse = a->audio.empty() && r.options.logprobs == 0;
+    const std::int64_t have = static_cast<std::int64_t>(st.fed.size());
+    if (may_reuse && !st.tainted && have > 0 && have < P && std::equal(st.fed.begin(), st.fed.end(), a->prompt.begin())) {
+        a->reused = have;
+    } else if (auto depth = may_reuse ? pins_.restore(a->slot, a->prompt, st) : std::nullopt) {
+        a->reused = *depth;
+    } else {
+        st.reset();
+    }
+    a->fed = a->reused;
+    out.send(protocol::Accept{r.id, static_cast<std::uint64_t>(P), static_cast<std::uint64_t>(a->reused)});
+    if (r.options.logprobs > 0 && P > 0) {
+        // Position 0 has nothing to condition on.
+        out.send(protocol::Echo{r.id, 0, token_text(a->prompt[0]), protocol::TokenLogprobs{std::nan(""), {}}});
+    }
+    active_.emplace(a->slot, std::move(a));
+}
+
+void Scheduler::stop(const std::string& id, FrameSink& out) {
+    for (auto& [_, a] : active_)
+        if (a->request.id == id) {
+            finish(*a, false, out);
+            return;
+        }
+    out.send(protocol::Error{id, ErrorCode::NotFound, "no request " + id + " in flight"});
+}
+
+void Scheduler::cancel(const std::string& id, FrameSink& out) {
+    for (auto& [_, a] : active_)
+        if (a->request.id == id) {
+            erase(id);
+            out.send(protocol::Error{id, ErrorCode::Cancelled, ""});
+            return;
+        }
+    out.send(protocol::Error{id, ErrorCode::NotFound, "no request " + id + " in flight"});
+}
+
+protocol::TokenLogprobs Scheduler::logprobs_of(const float* logits, std::int32_t chosen, std::uint32_t k) const {
+    const std::int64_t U = model_.config.unpadded_vocab;
+    const float mx = *std::max_element(logits, logits + U);
+    double total = 0;
+    for (std::int64_t i = 0; i < U; ++i) total += std::exp(static_cast<double>(logits[i] - mx));
+    const double log_z = mx + std::log(total);
+    protocol::TokenLogprobs lp{static_cast<double>(logits[chosen]) - log_z, {}};
+    std::vector<std::int32_t> order(static_cast<std::size_t>(U));
+    for (std::int64_t i = 0; i < U; ++i) order[i] = static_cast<std::int32_t>(i);
+    const std::size_t top = std::min<std::size_t>(k, order.size());
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(top), order.end(),
+                      [&](std::int32_t a, std::int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+    for (std::size_t i = 0; i < top; ++i)
+        lp.top.emplace_back(static_cast<std::uint32_t>(order[i]), static_cast<double>(logits[order[i]]) - log_z);
+    return lp;
+}
+
+// A row of logits for `a`'s next token: sample, emit, and finish when it is time.
+void Scheduler::on_logits(Active& a, const float* logits, FrameSink& out) {
+    const std::int64_t U = model_.config.unpadded_vocab;
+    const std::int32_t t = a.sampler.next(std::span(logits, static_cast<std::size_t>(U)), a.history);
+    if (a.emitted == 0) a.first_token_at = Clock::now();
+    if (t == model_.config.eos) return finish(a, false, out);
+    protocol::Data d{a.request.id, token_text(t), std::nullopt};
+    if (a.request.options.logprobs > 0) d.logprobs = logprobs_of(logits, t, a.request.options.logprobs);
+    out.send(d);
+    ++a.emitted;
+    ++tokens_generated_;
+    a.history.push_back(t);
+    if (a.emitted >= a.budget) return finish(a, true, out);
+    a.pending = t;
+    a.decoding = true;
+}
+
+void Scheduler::finish(Active& a, bool length_limited, FrameSink& out) {
+    const auto now = Clock::now();
+    const auto prefill_end = a.prefill_done_at.time_since_epoch().count() ? a.prefill_done_at : now;
+    const double prefill_ms = ms_between(a.accepted_at, prefill_end);
+    const double decode_ms = ms_between(prefill_end, now);
+    const double tok_s = a.emitted > 1 && decode_ms > 0 ? (a.emitted - 1) / (decode_ms / 1000.0) : 0.0;
+    const double ttft = a.emitted > 0 ? ms_between(a.accepted_at, a.first_token_at) : 0.0;
+    protocol::DoneStats s{static_cast<std::uint64_t>(a.emitted), tok_s, 100.0, resident_gb(),
+                          static_cast<std::uint64_t>(a.prompt.size()), length_limited,
+                          {{"reused", std::to_string(a.reused)},
+                           {"ttft_ms", protocol::format_fixed(ttft, 1)},
+                           {"prefill_ms", protocol::format_fixed(prefill_ms, 1)},
+                           {"decode_ms", protocol::format_fixed(decode_ms, 1)}}};
+    if (decode_ms > 0 && a.emitted > 1) last_decode_tok_s_ = tok_s;
+    const std::int64_t prefilled = static_cast<std::int64_t>(a.prompt.size()) - a.reused;
+    if (prefill_ms > 0 && prefilled > 0) last_prefill_tok_s_ = prefilled / (prefill_ms / 1000.0);
+    ++requests_done_;
+    prompt_tokens_ += a.prompt.size();
+    tokens_reused_ += static_cast<std::uint64_t>(a.reused);
+    std::string id = a.request.id;
+    out.send(protocol::Done{id, s});
+    erase(id);  // `a` is gone from here on
+    out.send(protocol::Stats{stats().dump()});
+}
+
+void Scheduler::fail(Active& a, const std::string& why, FrameSink& out) {
+    std::string id = a.request.id;
+    slots_[a.slot].reset();
+    pins_.drop_slot(a.slot);
+    erase(id);
+    out.send(protocol::Error{id, ErrorCode::Internal, why});
+}
+
+void Scheduler::run_round(FrameSink& out) {
+    if (active_.empty()) return;
+    ++rounds_;
+    std::vector<forward::Block> blocks;
+    std::vector<Active*> owners;
+    Active* prefill = nullptr;
+    for (auto& [slot, a] : active_) {
+        if (a->decoding) {
+            blocks.push_back({&slots_[slot], std::span(&a->pending, 1), nullptr, false});
+            owners.push_back(a.get());
+        } else if (!prefill || a->last_prefill_round < prefill->last_prefill_round) {
+            prefill = a.get();  // the one served least recently
+        }
+    }
+    std::int64_t chunk_start = 0, chunk = 0;
+    if (prefill) {
+        chunk_start = prefill->fed;
+        chunk = std::min<std::int64_t>(options_.prefill_chunk, static_cast<std::int64_t>(prefill->prompt.size()) - chunk_start);
+        prefill->last_prefill_round = rounds_;
+        blocks.push_back({&slots_[prefill->slot], std::span(prefill->prompt).subspan(chunk_start, chunk),
+                          prefill->audio.empty() ? nullptr : &prefill->cursor, prefill->request.options.logprobs > 0});
+        owners.push_back(prefill);
+    }
+    std::vector<std::vector<float>> logits;
+    try {
+        logits = forward_.step_batch(blocks);
+    } catch (const std::exception& e) {
+        for (Active* a : owners) fail(*a, e.what(), out);
+        return;
+    }
+    const std::int64_t U = model_.config.unpadded_vocab;
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        Active& a = *owners[b];
+        if (&a != prefill) {
+            on_logits(a, logits[b].data(), out);
+            continue;
+        }
+        a.fed += chunk;
+        const std::string id = a.request.id;
+        if (a.request.options.logprobs > 0) {
+            // ECHO for each position p of this chunk: prompt[p] under row p-1's logits.
+            for (std::int64_t i = 0; i < chunk; ++i) {
+                const std::int64_t pos = chunk_start + i;
+                if (pos > 0 && i > 0) {
+                    const float* prev = logits[b].data() + (i - 1) * U;
+                    out.send(protocol::Echo{id, static_cast<std::uint64_t>(pos), token_text(a.prompt[pos]),
+                                            logprobs_of(prev, a.prompt[pos], a.request.options.logprobs)});
+                } else if (pos > 0) {
+                    out.send(protocol::Echo{id, static_cast<std::uint64_t>(pos), token_text(a.prompt[pos]),
+                                            logprobs_of(a.last_row.data(), a.prompt[pos], a.request.options.logprobs)});
+                }
+            }
+            a.last_row.assign(logits[b].end() - U, logits[b].end());
+        }
+        if (a.fed < static_cast<std::int64_t>(a.prompt.size())) continue;
+        a.prefill_done_at = Clock::now();
+        if (a.request.options.pin) pins_.pin(a.slot, slots_[a.slot], model_.config);
+        if (a.request.max_tokens == 0) {
+            finish(a, false, out);  // a prompt read-out only
+            continue;
+        }
+        on_logits(a, logits[b].data() + logits[b].size() - U, out);
+    }
+}
+
+nlohmann::json Scheduler::info() const {
+    const auto& c = model_.config;
+    return {{"kind", "info"},
+            {"model", model_.dir.filename().string()},
+            {"backend", "cpu"},
+            {"isa", cpu::isa_name(cpu::active_isa())},
+            {"slots", options_.slots},
+            {"context", options_.context},
+            {"vocab", c.unpadded_vocab},
+            {"layers", c.layers},
+            {"eos", c.eos},
+            {"audio", model_.weights.audio_encoder.has_value()},
+            {"audio_token", c.audio_token},
+            {"mel_bins", c.mel_bins},
+            {"tokenizer", tokenizer_ != nullptr},
+            {"weights_bytes", model_.weights.matrix_bytes}};
+}
+
+nlohmann::json Scheduler::stats() const {
+    nlohmann::json slots = nlohmann::json::array();
+    for (int i = 0; i < options_.slots; ++i) {
+        auto it = active_.find(i);
+        slots.push_back({{"slot", i},
+                         {"busy", it != active_.end()},
+                         {"request", it != active_.end() ? it->second->request.id : ""},
+                         {"positions", slots_[i].len},
+                         {"tainted", slots_[i].tainted}});
+    }
+    return {{"kind", "stats"},
+            {"backend", "cpu"},
+            {"rss_gb", resident_gb()},
+            {"active", active_.size()},
+            {"slots", slots},
+            {"pins", pins_.size()},
+            {"requests_done", requests_done_},
+            {"tokens_generated", tokens_generated_},
+            {"prompt_tokens", prompt_tokens_},
+            {"prompt_tokens_reused", tokens_reused_},
+            {"decode_tok_s", last_decode_tok_s_},
+            {"prefill_tok_s", last_prefill_tok_s_},
+            // Every expert is memory-mapped with the model: all resident, no misses.
+            {"expert_cache", {{"mode", "mmap"}, {"hit_pct", 100.0}}}};
+}
+
+double resident_gb() {
+    std::ifstream statm("/proc/self/statm");
+    long pages_total = 0, pages_resident = 0;
+    statm >> pages_total >> pages_resident;
+    return static_cast<double>(pages_resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / 1e9;
+}
+
+}  // namespace inkling::serve

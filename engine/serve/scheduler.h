@@ -1,0 +1,85 @@
+// The engine core behind `inkling serve`: slots (one conversation state each), admission
+// checks, prefix reuse and pinned snapshots, and rounds of batched forwards. No I/O: it
+// hands frames to a FrameSink, and the serve loop (serve_loop.h) owns stdin/stdout.
+//
+// One round = one Forward::step_batch over every decoding request's next row plus one
+// chunk of one prefilling request, so long prompts never stall the others and an
+// expert read once serves every row routed to it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/cpu/thread_pool.h"
+#include "engine/forward/forward.h"
+#include "engine/model/tokenizer.h"
+#include "engine/model/weights.h"
+#include "engine/sampling/sampler.h"
+#include "engine/serve/pin_pool.h"
+#include "protocol/frames.h"
+
+namespace inkling::serve {
+
+struct ServeOptions {
+    int slots = 4;
+    std::int64_t context = 4096;       // positions per slot
+    std::int64_t prefill_chunk = 256;  // prompt tokens per round and request
+    std::size_t pins = 4;              // pinned snapshots kept (LRU)
+};
+
+class FrameSink {
+public:
+    virtual ~FrameSink() = default;
+    virtual void send(const protocol::Frame& frame) = 0;
+};
+
+class Scheduler {
+public:
+    Scheduler(const model::Model& model, const model::Tokenizer* tokenizer, cpu::ThreadPool& pool,
+              const ServeOptions& options);
+    ~Scheduler();
+
+    // Validates and admits: exactly one ACCEPT or one ERROR goes to `out`.
+    void submit(const protocol::Submit& request, FrameSink& out);
+    void stop(const std::string& id, FrameSink& out);    // → DONE, or ERROR NOT_FOUND
+    void cancel(const std::string& id, FrameSink& out);  // → ERROR CANCELLED, or NOT_FOUND
+    bool busy() const { return !active_.empty(); }
+    // One batched forward over the requests in flight; emits their frames.
+    void run_round(FrameSink& out);
+
+    nlohmann::json info() const;   // the STATS frame after READY
+    nlohmann::json stats() const;  // STATS after each DONE and on request
+
+private:
+    struct Active;
+    void finish(Active& a, bool length_limited, FrameSink& out);
+    void fail(Active& a, const std::string& why, FrameSink& out);
+    void on_logits(Active& a, const float* logits, FrameSink& out);
+    std::string token_text(std::int32_t id) const;
+    protocol::TokenLogprobs logprobs_of(const float* logits, std::int32_t chosen, std::uint32_t k) const;
+    void erase(const std::string& id);
+
+    const model::Model& model_;
+    const model::Tokenizer* tokenizer_;
+    ServeOptions options_;
+    forward::Forward forward_;
+    std::vector<forward::SessionState> slots_;
+    PinPool pins_;
+    std::map<int, std::unique_ptr<Active>> active_;  // by slot
+    std::uint64_t rounds_ = 0;
+    // Totals for STATS.
+    std::uint64_t requests_done_ = 0, tokens_generated_ = 0, prompt_tokens_ = 0, tokens_reused_ = 0;
+    double last_decode_tok_s_ = 0, last_prefill_tok_s_ = 0;
+};
+
+// Resident set size of this process in GB (1e9 bytes).
+double resident_gb();
+
+}  // namespace inkling::serve
