@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <random>
 #include <thread>
 
 #include "conformance/engine_process.h"
@@ -323,6 +324,99 @@ void session_checks(Harness& h) {
     byte_level_checks(h);
 }
 
+// A malformed frame and the ERROR it must draw.
+struct Bad {
+    std::string bytes, id;
+    proto::ErrorCode code;
+};
+
+Bad random_bad(std::mt19937& rng, int n) {
+    const std::string id = "m" + std::to_string(n), p = "hello";
+    using proto::ErrorCode;
+    switch (rng() % 12) {
+    case 0: {
+        std::string junk = "X";
+        for (int i = 0, len = 1 + static_cast<int>(rng() % 60); i < len; ++i) junk += static_cast<char>(1 + rng() % 255);
+        std::erase(junk, '\n');
+        return {junk + "\n", "0", ErrorCode::BadRequest};
+    }
+    case 1: return {std::string(4097 + rng() % 3000, 'Z') + "\n", "0", ErrorCode::BadFrame};
+    case 2: return {"SUBMIT " + id + " 0 5 4 3.5 1\n" + p + "\n", id, ErrorCode::BadRequest};
+    case 3: return {"SUBMIT " + id + " 0 5 4 0 1\n" + p + "Q", id, ErrorCode::BadFrame};
+    case 4: return {"SUBMIT " + id + " 0 5 4 0 1\n" + std::string("he\0lo", 5) + "\n", id, ErrorCode::BadRequest};
+    case 5: return {"SUBMIT " + id + " 0 5 4 0 1 0 nope=1\n" + p + "\n", id, ErrorCode::BadRequest};
+    case 6: return {"SUBMIT " + id + " 0 5 0 0 1\n" + p + "\n", id, ErrorCode::BadRequest};
+    case 7: return {"SUBMIT " + id + " 0 x 4 0 1\n", id, ErrorCode::BadRequest};
+    case 8: return {"STOP " + id + "\n", id, ErrorCode::NotFound};
+    case 9: return {"CANCEL " + id + "\n", id, ErrorCode::NotFound};
+    case 10: return {"SUBMIT " + id + " 0 0 4 0 1\n\n", id, ErrorCode::EmptyPrompt};
+    default: return {"STOP a b c\n", "a", ErrorCode::BadRequest};
+    }
+}
+
+// Thousands of frames, valid and malformed, against one running engine.
+void stress_checks(Harness& h, int frames) {
+    if (frames <= 0) return;
+    if (!h.start("stress")) return h.report("random stream: engine starts", false, "no READY");
+    std::mt19937 rng(20261129);
+    int valid = 0, completed = 0, bad_total = 0, bad_answered = 0;
+    std::string first_failure;
+    for (int sent = 0; sent < frames;) {
+        // A few malformed frames, then one valid request, in one write.
+        std::vector<Bad> bads;
+        std::string bytes;
+        for (int i = 0, k = static_cast<int>(rng() % 4); i < k && sent < frames; ++i, ++sent) {
+            bads.push_back(random_bad(rng, sent));
+            bytes += bads.back().bytes;
+        }
+        const std::string id = "v" + std::to_string(sent++);
+        bytes += h.valid_submit(id, 1 + rng() % 3);
+        ++valid;
+        bad_total += static_cast<int>(bads.size());
+        if (!h.engine().write(bytes)) {
+            first_failure = "engine stdin closed after " + std::to_string(sent) + " frames";
+            break;
+        }
+        std::size_t next_bad = 0;
+        bool done = false;
+        while (!done) {
+            auto item = h.next(h.o_.timeout);
+            if (!item || std::holds_alternative<proto::Problem>(*item)) {
+                first_failure = "no answer or unparsable output after " + std::to_string(sent) + " frames";
+                break;
+            }
+            const auto& f = std::get<proto::Frame>(*item);
+            if (const auto* e = std::get_if<proto::Error>(&f)) {
+                if (e->id == id) {
+                    first_failure = "valid request " + id + " got ERROR " + std::string(proto::to_string(e->code));
+                    done = true;
+                } else if (next_bad < bads.size() && e->id == bads[next_bad].id && e->code == bads[next_bad].code) {
+                    ++next_bad;
+                    ++bad_answered;
+                } else if (first_failure.empty()) {
+                    first_failure = "unexpected ERROR " + e->id + " " + std::string(proto::to_string(e->code)) +
+                                    (next_bad < bads.size() ? " (wanted " + bads[next_bad].id + " " +
+                                                                  std::string(proto::to_string(bads[next_bad].code)) + ")"
+                                                            : "");
+                }
+            } else if (const auto* d = std::get_if<proto::Done>(&f); d && d->id == id) {
+                ++completed;
+                done = true;
+            }
+        }
+        if (!done) break;
+    }
+    h.report("random stream of " + std::to_string(frames) + " frames: every valid request completes",
+             completed == valid && first_failure.empty(),
+             std::to_string(completed) + "/" + std::to_string(valid) + " completed; " + first_failure);
+    h.report("random stream: every malformed frame gets its ERROR", bad_answered == bad_total,
+             std::to_string(bad_answered) + "/" + std::to_string(bad_total) + " answered");
+    h.engine().close_stdin();
+    auto status = h.engine().wait_exit(h.o_.timeout);
+    h.report("random stream: the engine exits 0 at EOF", status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0,
+             status ? "exit status " + std::to_string(*status) : "did not exit");
+}
+
 void eof_checks(Harness& h) {
     if (!h.start("eof")) return h.report("EOF finishes in-flight work and exits 0", false, "no READY");
     h.engine().write(h.valid_submit("eof-1", 8));
@@ -354,6 +448,7 @@ Tally run_all_checks(const Options& options) {
     Harness h(options);
     session_checks(h);
     eof_checks(h);
+    stress_checks(h, options.stress_frames);
     return h.tally_;
 }
 

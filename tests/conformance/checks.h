@@ -15,6 +15,7 @@ struct Options {
     std::chrono::milliseconds timeout{30000};
     std::string scratch_dir = "/tmp";      // engine stderr logs
     bool verbose = false;
+    int stress_frames = 2000;              // random valid/malformed frames; 0 = skip
 };
 
 struct Tally {

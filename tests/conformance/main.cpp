@@ -1,6 +1,6 @@
 // protocol-conformance: checks that an engine binary speaks the wire of PROTOCOL.md.
 //
-//   protocol-conformance [--prompt TEXT] [--keys K=V,…] [--timeout-ms N] [-v] -- ENGINE ARGS…
+//   protocol-conformance [--prompt TEXT] [--keys K=V,…] [--stress N] [--timeout-ms N] [-v] -- ENGINE ARGS…
 //
 // One line per check ("PASS name" / "FAIL name: why"), then "N passed, N failed".
 // Exit status 0 only when every check passed.
@@ -42,6 +42,13 @@ int main(int argc, char** argv) {
                 return 2;
             }
             options.timeout = std::chrono::milliseconds(*ms);
+        } else if (a == "--stress") {
+            auto n = inkling::protocol::parse_u64(value("--stress"));
+            if (!n || *n > 1000000) {
+                std::fprintf(stderr, "protocol-conformance: --stress needs a frame count\n");
+                return 2;
+            }
+            options.stress_frames = static_cast<int>(*n);
         } else if (a == "--scratch") {
             options.scratch_dir = value("--scratch");
         } else if (a == "-v" || a == "--verbose") {
