@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/bench/memory_bandwidth.h"
+#include "engine/bench/serve_bench.h"
 #include "engine/cpu/kernels.h"
 #include "engine/forward/forward.h"
 #include "engine/model/tokenizer.h"
@@ -283,6 +284,23 @@ int cmd_bench(const cxxopts::ParseResult& args) {
                    {"weight_bytes_per_token", bytes_per_token},
                    {"achieved_gb_s", achieved},
                    {"fraction_of_bandwidth", achieved / bandwidth}};
+    if (args.count("sessions")) {
+        std::vector<int> counts;
+        std::stringstream ss(args["sessions"].as<std::string>());
+        for (std::string n; std::getline(ss, n, ',');) counts.push_back(std::stoi(n));
+        j["sessions"] = inkling::bench::bench_sessions(model, pool, counts, N);
+        for (const auto& row : j["sessions"])
+            std::fprintf(stderr, "[bench] %s: %d sessions decode %.1f tok/s in all (%.2fx one session)\n",
+                         model.dir.filename().c_str(), row["sessions"].get<int>(), row["aggregate_tok_s"].get<double>(),
+                         row["ratio_to_first"].get<double>());
+    }
+    if (args["reuse-tokens"].as<int>() > 0) {
+        j["reuse"] = inkling::bench::bench_reuse(model, pool, args["reuse-tokens"].as<int>());
+        std::fprintf(stderr, "[bench] %s: time to first token on a %d-token follow-up: %.0f ms reused vs %.0f ms cold (%.1fx)\n",
+                     model.dir.filename().c_str(), j["reuse"]["conversation_tokens"].get<int>(),
+                     j["reuse"]["ttft_ms_reused"].get<double>(), j["reuse"]["ttft_ms_cold"].get<double>(),
+                     j["reuse"]["speedup"].get<double>());
+    }
     std::cout << j.dump(2) << "\n";
     std::fprintf(stderr,
                  "[bench] %s: prefill %.1f tok/s; decode %.1f tok/s x %.1f MB/token = %.2f GB/s = %.0f%% of the "
@@ -319,6 +337,8 @@ int main(int argc, char** argv) {
         ("pins", "serve: pinned snapshots kept (pin=1)", cxxopts::value<std::size_t>()->default_value("4"))
         ("prompt-tokens", "bench: prompt length", cxxopts::value<int>()->default_value("128"))
         ("decode-tokens", "bench: tokens decoded", cxxopts::value<int>()->default_value("32"))
+        ("sessions", "bench: concurrent session counts, e.g. 1,2,4,8", cxxopts::value<std::string>())
+        ("reuse-tokens", "bench: conversation length for the prefix-reuse TTFT figure (0 = skip)", cxxopts::value<int>()->default_value("0"))
         ("json", "print one JSON object (ids, tokens, text, prompt_argmax, last_logits, timings)", cxxopts::value<bool>()->default_value("false"))
         ("h,help", "this help");
     options.parse_positional({"command"});

@@ -17,5 +17,7 @@ if [[ ! -f "$mid/.stamp" || "$root/tools/make-tiny/make_tiny.py" -nt "$mid/.stam
 fi
 for model in "$build/fixtures/base-release-bf16" "$mid"; do
     name="$(basename "$model")"
-    "$build/inkling" bench --model "$model" --prompt-tokens 128 --decode-tokens 32 >"$out/$name.json"
+    extra=()
+    if [[ "$name" == mid ]]; then extra=(--sessions 1,2,4,8 --reuse-tokens 2000); fi
+    "$build/inkling" bench --model "$model" --prompt-tokens 128 --decode-tokens 32 "${extra[@]}" >"$out/$name.json"
 done

@@ -1,0 +1,121 @@
+#include "engine/bench/serve_bench.h"
+
+#include <chrono>
+#include <string>
+
+#include "engine/serve/scheduler.h"
+
+namespace inkling::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace proto = inkling::protocol;
+
+struct Counter : serve::FrameSink {
+    std::uint64_t data = 0;
+    std::map<std::string, proto::Done> done;
+    std::map<std::string, std::vector<std::int32_t>> tokens;  // ids streamed ("<id> " each)
+    void send(const proto::Frame& f) override {
+        if (const auto* d = std::get_if<proto::Data>(&f)) {
+            ++data;
+            tokens[d->id].push_back(std::stoi(d->bytes));
+        }
+        if (const auto* d = std::get_if<proto::Done>(&f)) done[d->id] = *d;
+    }
+};
+
+std::vector<std::int32_t> pseudo_prompt(const model::Config& c, int n, std::uint64_t seed) {
+    std::vector<std::int32_t> ids;
+    std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+    while (static_cast<int>(ids.size()) < n) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        auto id = static_cast<std::int32_t>(x % static_cast<std::uint64_t>(c.unpadded_vocab));
+        if (id != c.audio_token && id != c.eos) ids.push_back(id);
+    }
+    return ids;
+}
+
+proto::Submit request(const std::string& id, int slot, const std::vector<std::int32_t>& ids, int max_tokens) {
+    proto::Submit s;
+    s.id = id;
+    s.slot = static_cast<std::uint32_t>(slot);
+    s.max_tokens = static_cast<std::uint64_t>(max_tokens);
+    s.temperature = 0;
+    s.top_p = 1;
+    for (auto t : ids) s.prompt += std::to_string(t) + " ";
+    s.options.ids = true;
+    return s;
+}
+
+double ttft_ms(const proto::Done& d) {
+    for (const auto& [k, v] : d.stat.extra)
+        if (k == "ttft_ms") return std::stod(v);
+    return 0;
+}
+
+}  // namespace
+
+nlohmann::json bench_sessions(const model::Model& model, cpu::ThreadPool& pool, const std::vector<int>& counts,
+                              int tokens) {
+    int most = 1;
+    for (int n : counts) most = std::max(most, n);
+    serve::ServeOptions o;
+    o.slots = most;
+    o.context = 64 + tokens + 8;
+    serve::Scheduler sched(model, nullptr, pool, o);
+    nlohmann::json rows = nlohmann::json::array();
+    double single = 0;
+    for (int n : counts) {
+        Counter out;
+        for (int i = 0; i < n; ++i)
+            sched.submit(request("b" + std::to_string(n) + "-" + std::to_string(i), i,
+                                 pseudo_prompt(model.config, 32, static_cast<std::uint64_t>(i + 1)), tokens + 1),
+                         out);
+        // Prefill everyone first (each has then streamed its first token), then time decode.
+        while (sched.busy() && out.data < static_cast<std::uint64_t>(n)) sched.run_round(out);
+        const std::uint64_t start_tokens = out.data;
+        const auto t0 = Clock::now();
+        while (sched.busy()) sched.run_round(out);
+        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        const double tps = static_cast<double>(out.data - start_tokens) / s;
+        if (n == counts.front()) single = tps;
+        rows.push_back({{"sessions", n}, {"aggregate_tok_s", tps}, {"ratio_to_first", tps / single}});
+    }
+    return rows;
+}
+
+nlohmann::json bench_reuse(const model::Model& model, cpu::ThreadPool& pool, int conversation) {
+    serve::ServeOptions o;
+    o.slots = 1;
+    o.context = conversation + 64;
+    o.prefill_chunk = 512;
+    serve::Scheduler sched(model, nullptr, pool, o);
+    Counter out;
+    auto run = [&](const proto::Submit& s) {
+        sched.submit(s, out);
+        while (sched.busy()) sched.run_round(out);
+        return out.done.at(s.id);
+    };
+    const int generated = 4, follow_up = 16;
+    auto first = pseudo_prompt(model.config, conversation - generated - follow_up, 7);
+    run(request("turn1", 0, first, generated));
+    // The follow-up turn: the slot's record (the first prompt and every generated token
+    // but the last) plus a new user turn.
+    std::vector<std::int32_t> next = first;
+    const auto& gen = out.tokens["turn1"];
+    next.insert(next.end(), gen.begin(), gen.end() - 1);
+    auto extra = pseudo_prompt(model.config, follow_up, 8);
+    next.insert(next.end(), extra.begin(), extra.end());
+    const proto::Done warm = run(request("turn2-reused", 0, next, 1));
+    auto cold_request = request("turn2-cold", 0, next, 1);
+    cold_request.options.reset = true;
+    const proto::Done cold = run(cold_request);
+    const double warm_ms = ttft_ms(warm), cold_ms = ttft_ms(cold);
+    return {{"conversation_tokens", next.size()},
+            {"ttft_ms_reused", warm_ms},
+            {"ttft_ms_cold", cold_ms},
+            {"speedup", cold_ms / std::max(warm_ms, 1e-3)},
+            {"reused_tokens", warm.stat.extra.empty() ? "" : warm.stat.extra[0].second}};
+}
+
+}  // namespace inkling::bench

@@ -1,0 +1,23 @@
+// Serve-mode figures for `inkling bench`: aggregate decode speed with several sessions
+// batched together, and time to first token with and without prefix reuse.
+#pragma once
+
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/cpu/thread_pool.h"
+#include "engine/model/weights.h"
+
+namespace inkling::bench {
+
+// For each count n: n sessions decoding `tokens` greedy tokens each at once; aggregate
+// tokens/s, and its ratio to the single session.
+nlohmann::json bench_sessions(const model::Model& model, cpu::ThreadPool& pool, const std::vector<int>& counts,
+                              int tokens);
+
+// A `conversation`-token first turn, then a follow-up turn that extends it: time to first
+// token when the slot's state is reused, and when it is not (reset=1).
+nlohmann::json bench_reuse(const model::Model& model, cpu::ThreadPool& pool, int conversation);
+
+}  // namespace inkling::bench
