@@ -87,6 +87,38 @@ __attribute__((target("avx512f"))) float dot_avx512(const float* a, const float*
 
 // dot_avx512 with the weight row widened from bf16 on the fly: the same accumulators in
 // the same order, so the result is bitwise that of row_avx512 followed by dot_avx512.
+// Four activation rows against one weight row: each row's sum is formed exactly as
+// dot_avx512 forms it (same accumulators, same order), so results are bitwise equal to
+// four dot_avx512 calls while the weight row is loaded once.
+__attribute__((target("avx512f"))) void dot4_avx512(const float* a, const float* const* b, std::int64_t n,
+                                                     float* out) {
+    __m512 s[4][4];
+    for (auto& row : s)
+        for (auto& acc : row) acc = _mm512_setzero_ps();
+    std::int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        const __m512 w0 = _mm512_loadu_ps(a + i), w1 = _mm512_loadu_ps(a + i + 16), w2 = _mm512_loadu_ps(a + i + 32),
+                     w3 = _mm512_loadu_ps(a + i + 48);
+        for (int r = 0; r < 4; ++r) {
+            s[r][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(b[r] + i), s[r][0]);
+            s[r][1] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(b[r] + i + 16), s[r][1]);
+            s[r][2] = _mm512_fmadd_ps(w2, _mm512_loadu_ps(b[r] + i + 32), s[r][2]);
+            s[r][3] = _mm512_fmadd_ps(w3, _mm512_loadu_ps(b[r] + i + 48), s[r][3]);
+        }
+    }
+    for (; i + 16 <= n; i += 16) {
+        const __m512 w0 = _mm512_loadu_ps(a + i);
+        for (int r = 0; r < 4; ++r) s[r][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(b[r] + i), s[r][0]);
+    }
+    if (i < n) {
+        __mmask16 k = static_cast<__mmask16>((1u << (n - i)) - 1);
+        const __m512 w0 = _mm512_maskz_loadu_ps(k, a + i);
+        for (int r = 0; r < 4; ++r) s[r][1] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(k, b[r] + i), s[r][1]);
+    }
+    for (int r = 0; r < 4; ++r)
+        out[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s[r][0], s[r][1]), _mm512_add_ps(s[r][2], s[r][3])));
+}
+
 __attribute__((target("avx512f"))) inline __m512 load_bf16_avx512(const std::uint16_t* w) {
     __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
@@ -136,15 +168,17 @@ struct Kernels {
     // Optional: a bf16 row · f32 vector without widening the row first; must be bitwise
     // equal to row() then dot().
     float (*dot_bf16)(const std::uint16_t*, const float*, std::int64_t);
+    // Optional: one row · four vectors; must be bitwise equal to four dot() calls.
+    void (*dot4)(const float*, const float* const*, std::int64_t, float*);
 };
 
 Kernels kernels_for(Isa isa) {
     switch (isa) {
-    case Isa::Avx512: return {dot_avx512, row_avx512, dot_bf16_avx512};
-    case Isa::Avx2: return {dot_avx2, row_avx2, nullptr};
+    case Isa::Avx512: return {dot_avx512, row_avx512, dot_bf16_avx512, dot4_avx512};
+    case Isa::Avx2: return {dot_avx2, row_avx2, nullptr, nullptr};
     case Isa::Scalar: break;
     }
-    return {dot_scalar, row_scalar, nullptr};
+    return {dot_scalar, row_scalar, nullptr, nullptr};
 }
 
 Isa g_isa = best_isa();
@@ -208,7 +242,15 @@ void matmul(const float* x, std::int64_t rows_x, const Matrix& w, float* y, Thre
                 k.row(w, o, buf.data());
                 row = buf.data();
             }
-            for (std::int64_t s = 0; s < rows_x; ++s) y[s * out + o] = k.dot(row, x + s * in, in);
+            std::int64_t s = 0;
+            if (k.dot4)
+                for (; s + 4 <= rows_x; s += 4) {
+                    const float* xs[4] = {x + s * in, x + (s + 1) * in, x + (s + 2) * in, x + (s + 3) * in};
+                    float r4[4];
+                    k.dot4(row, xs, in, r4);
+                    for (int j = 0; j < 4; ++j) y[(s + j) * out + o] = r4[j];
+                }
+            for (; s < rows_x; ++s) y[s * out + o] = k.dot(row, x + s * in, in);
         }
     };
     // Small products are not worth waking the workers.
