@@ -1,6 +1,7 @@
 #include "engine/forward/forward.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -34,7 +35,19 @@ void short_conv(float* x, std::int64_t rows, std::int64_t channels, const float*
 }
 
 Forward::Forward(const model::Model& model, cpu::ThreadPool& pool)
-    : model_(model), c_(model.config), w_(model.weights), pool_(pool) {}
+    : model_(model), c_(model.config), w_(model.weights), pool_(pool) {
+    for (int i = 0; i < c_.layers; ++i)
+        expert_uses_.emplace_back(c_.kinds[i].sparse ? static_cast<std::size_t>(c_.experts) : 0, 0);
+}
+
+namespace {
+// Adds the seconds since `t` to `total` and restarts `t`.
+void lap(std::chrono::steady_clock::time_point& t, double& total) {
+    auto now = std::chrono::steady_clock::now();
+    total += std::chrono::duration<double>(now - t).count();
+    t = now;
+}
+}  // namespace
 
 void Forward::mm(const float* x, std::int64_t rows, const model::Matrix& w, float* y) {
     cpu::matmul(x, rows, w, y, pool_);
@@ -197,6 +210,7 @@ void Forward::mlp(int layer, std::int64_t S, const float* h, float* out) {
 void Forward::moe(int layer, std::int64_t S, const float* h, float* out) {
     const model::LayerWeights& L = w_.layers[layer];
     const std::int64_t D = c_.hidden, E = c_.experts, NS = c_.shared_experts, K = c_.top_k;
+    auto t = std::chrono::steady_clock::now();
     std::vector<float> logits(static_cast<std::size_t>(S * (E + NS)));
     mm(h, S, L.router, logits.data());
 
@@ -226,6 +240,8 @@ void Forward::moe(int layer, std::int64_t S, const float* h, float* out) {
         for (std::int64_t j = 0; j < NS; ++j) shared_w[s * NS + j] = cpu::sigmoid(lg[E + j]) * scale;
     }
 
+    for (std::int64_t e = 0; e < E; ++e) expert_uses_[layer][e] += by_expert[e].size();
+    lap(t, times_.router);
     // Routed experts in increasing id order (each row's sum has the same order however the
     // rows are batched); each expert runs once over all rows routed to it.
     std::fill(out, out + S * D, 0.0f);
@@ -244,6 +260,7 @@ void Forward::moe(int layer, std::int64_t S, const float* h, float* out) {
             for (std::int64_t d = 0; d < D; ++d) o[d] += wgt * ys[i * D + d];
         }
     }
+    lap(t, times_.experts);
     if (NS == 0) return;
     // Shared experts: every row, summed on their own, then added to the routed sum.
     std::vector<float> shared_sum(static_cast<std::size_t>(S * D), 0.0f);
@@ -254,6 +271,7 @@ void Forward::moe(int layer, std::int64_t S, const float* h, float* out) {
             for (std::int64_t d = 0; d < D; ++d) shared_sum[s * D + d] += shared_w[s * NS + j] * ys[s * D + d];
     }
     for (std::int64_t i = 0; i < S * D; ++i) out[i] += shared_sum[i];
+    lap(t, times_.shared);
 }
 
 std::vector<float> Forward::step(SessionState& state, std::span<const std::int32_t> ids, AudioCursor* audio,
@@ -282,6 +300,7 @@ std::vector<std::vector<float>> Forward::step_batch(std::span<const Block> block
         spans.push_back({b.state, R, S, b.state->len});
         R += S;
     }
+    auto t = std::chrono::steady_clock::now();
     std::vector<float> x(static_cast<std::size_t>(R * D)), h(x.size()), a(x.size());
     std::vector<char> used_audio(blocks.size(), 0);
     for (std::size_t b = 0; b < blocks.size(); ++b) {
@@ -289,22 +308,32 @@ std::vector<std::vector<float>> Forward::step_batch(std::span<const Block> block
         embed(blocks[b].ids, blocks[b].audio, x.data() + spans[b].first * D, used);
         used_audio[b] = used;
     }
+    lap(t, times_.embed);
 
     for (int i = 0; i < c_.layers; ++i) {
         const model::LayerWeights& L = w_.layers[i];
         for (std::int64_t s = 0; s < R; ++s) rmsnorm(x.data() + s * D, L.attn_norm.data(), c_.eps, D, h.data() + s * D);
+        lap(t, times_.convs_norms);
         attention(i, spans, R, h.data(), a.data());
+        lap(t, times_.attention);
         for (const Span& sp : spans)
             short_conv(a.data() + sp.first * D, sp.rows, D, L.attn_conv.data(), c_.conv_kernel,
                        sp.state->layers[i].conv[2].data());
         for (std::int64_t j = 0; j < R * D; ++j) x[j] += a[j];
         for (std::int64_t s = 0; s < R; ++s) rmsnorm(x.data() + s * D, L.mlp_norm.data(), c_.eps, D, h.data() + s * D);
-        if (c_.kinds[i].sparse) moe(i, R, h.data(), a.data());
-        else mlp(i, R, h.data(), a.data());
+        lap(t, times_.convs_norms);
+        if (c_.kinds[i].sparse) {
+            moe(i, R, h.data(), a.data());
+            t = std::chrono::steady_clock::now();  // moe() accounts for its own phases
+        } else {
+            mlp(i, R, h.data(), a.data());
+            lap(t, times_.dense);
+        }
         for (const Span& sp : spans)
             short_conv(a.data() + sp.first * D, sp.rows, D, L.mlp_conv.data(), c_.conv_kernel,
                        sp.state->layers[i].conv[3].data());
         for (std::int64_t j = 0; j < R * D; ++j) x[j] += a[j];
+        lap(t, times_.convs_norms);
     }
 
     // The rows whose logits are wanted, through the final norm, ÷ mup and lm_head at once.
@@ -326,6 +355,7 @@ std::vector<std::vector<float>> Forward::step_batch(std::span<const Block> block
     }
     std::vector<float> logits(static_cast<std::size_t>(n_out * U));
     mm(y.data(), n_out, w_.lm_head, logits.data());
+    lap(t, times_.head);
     std::vector<std::vector<float>> result(blocks.size());
     std::int64_t at = 0;
     for (std::size_t b = 0; b < blocks.size(); ++b) {

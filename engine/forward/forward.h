@@ -57,6 +57,14 @@ public:
     // benchmark's bytes-per-token.
     std::uint64_t weight_bytes_read() const { return weight_bytes_read_; }
 
+    // Where the time of all steps so far went, in seconds.
+    struct PhaseTimes {
+        double embed = 0, attention = 0, router = 0, experts = 0, shared = 0, dense = 0, convs_norms = 0, head = 0;
+    };
+    const PhaseTimes& phase_times() const { return times_; }
+    // Rows routed to each expert so far: [layer][expert] (empty on dense layers).
+    const std::vector<std::vector<std::uint64_t>>& expert_uses() const { return expert_uses_; }
+
 private:
     struct Span {  // a block's rows within the batch
         SessionState* state;
@@ -74,6 +82,8 @@ private:
     const model::Weights& w_;
     cpu::ThreadPool& pool_;
     std::uint64_t weight_bytes_read_ = 0;
+    PhaseTimes times_;
+    std::vector<std::vector<std::uint64_t>> expert_uses_;
 };
 
 // Depthwise causal short conv with the residual inside, over `rows` rows of `channels`:

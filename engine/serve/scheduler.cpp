@@ -8,6 +8,7 @@
 #include <random>
 
 #include "engine/cpu/kernels.h"
+#include "engine/serve/residency.h"
 #include "protocol/fields.h"
 
 namespace inkling::serve {
@@ -370,8 +371,17 @@ nlohmann::json Scheduler::stats() const {
             {"prompt_tokens_reused", tokens_reused_},
             {"decode_tok_s", last_decode_tok_s_},
             {"prefill_tok_s", last_prefill_tok_s_},
-            // Every expert is memory-mapped with the model: all resident, no misses.
-            {"expert_cache", {{"mode", "mmap"}, {"hit_pct", 100.0}}}};
+            // Every expert is memory-mapped with the model: no cache misses to count.
+            {"expert_cache", {{"mode", "mmap"}, {"hit_pct", 100.0}}},
+            {"experts", expert_residency(model_, forward_.expert_uses())},
+            {"phases_ms", phases_ms()}};
+}
+
+nlohmann::json Scheduler::phases_ms() const {
+    const auto& p = forward_.phase_times();
+    return {{"embed", p.embed * 1e3},   {"attention", p.attention * 1e3}, {"router", p.router * 1e3},
+            {"experts", p.experts * 1e3}, {"shared_experts", p.shared * 1e3}, {"dense_mlp", p.dense * 1e3},
+            {"convs_norms", p.convs_norms * 1e3}, {"lm_head", p.head * 1e3}};
 }
 
 double resident_gb() {

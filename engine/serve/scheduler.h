@@ -65,6 +65,7 @@ private:
     std::string token_text(std::int32_t id) const;
     protocol::TokenLogprobs logprobs_of(const float* logits, std::int32_t chosen, std::uint32_t k) const;
     void erase(const std::string& id);
+    nlohmann::json phases_ms() const;
 
     const model::Model& model_;
     const model::Tokenizer* tokenizer_;

@@ -1,0 +1,46 @@
+#include "engine/serve/residency.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <bit>
+
+namespace inkling::serve {
+
+bool page_resident(const void* p) {
+    static const std::uintptr_t page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    auto addr = reinterpret_cast<std::uintptr_t>(p) & ~(page - 1);
+    unsigned char vec = 0;
+    if (mincore(reinterpret_cast<void*>(addr), page, &vec) != 0) return false;
+    return vec & 1;
+}
+
+nlohmann::json expert_residency(const model::Model& model, const std::vector<std::vector<std::uint64_t>>& uses) {
+    const auto& c = model.config;
+    static const char* hex = "0123456789abcdef";
+    std::string map;
+    int rows = 0;
+    std::uint64_t resident = 0, total = 0;
+    for (int i = 0; i < c.layers; ++i) {
+        if (!c.kinds[i].sparse) continue;
+        ++rows;
+        const auto& experts = model.weights.layers[i].experts;
+        for (int e = 0; e < c.experts; ++e) {
+            const auto& f = experts[e];
+            // An expert counts as in RAM when the first and last pages of each of its
+            // three matrices are.
+            bool ram = page_resident(f.gate.data) && page_resident(f.up.data) && page_resident(f.down.data) &&
+                       page_resident(f.down.data + f.down.bytes() - 1);
+            std::uint64_t n = i < static_cast<int>(uses.size()) && e < static_cast<int>(uses[i].size()) ? uses[i][e] : 0;
+            unsigned heat = std::min<unsigned>(63, static_cast<unsigned>(std::bit_width(n)));
+            unsigned byte = (ram ? 1u : 0u) << 6 | heat;
+            map += hex[byte >> 4];
+            map += hex[byte & 15];
+            resident += ram;
+            ++total;
+        }
+    }
+    return {{"rows", rows}, {"cols", c.experts}, {"map", map}, {"resident", resident}, {"total", total}};
+}
+
+}  // namespace inkling::serve
