@@ -1,6 +1,8 @@
 #include "conformance/checks.h"
 
 #include <sys/wait.h>
+
+#include <csignal>
 #include <unistd.h>
 
 #include <cstdio>
@@ -427,6 +429,18 @@ void eof_checks(Harness& h) {
     bool exit0 = status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0;
     h.report("EOF finishes in-flight work and exits 0", t.done && closed && exit0,
              !t.done ? "request did not finish" : !exit0 ? "exit status not 0" : "stdout not closed");
+
+    if (!h.start("sigterm")) return h.report("SIGTERM finishes in-flight work and exits 0", false, "no READY");
+    h.engine().write(h.valid_submit("term-1", 40));
+    bool signalled = false;
+    Turn tt = h.turn("term-1", [&](Turn&) {
+        if (!signalled) h.engine().signal(SIGTERM);
+        signalled = true;
+    });
+    status = h.engine().wait_exit(h.o_.timeout);
+    exit0 = status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0;
+    h.report("SIGTERM finishes in-flight work and exits 0", tt.done.has_value() && exit0,
+             !tt.done ? "request did not finish" : "exit status not 0");
 
     if (!h.start("trunc")) return h.report("EOF inside a payload gets BAD_FRAME", false, "no READY");
     h.engine().write("SUBMIT trunc-1 0 100 4 0 1\n0123456789");

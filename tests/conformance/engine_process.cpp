@@ -65,6 +65,10 @@ void EngineProcess::close_stdin() {
     in_fd_ = -1;
 }
 
+void EngineProcess::signal(int sig) {
+    if (pid_ > 0 && !status_) kill(pid_, sig);
+}
+
 bool EngineProcess::read_some(std::chrono::milliseconds timeout) {
     if (eof_) return false;
     pollfd p{out_fd_, POLLIN, 0};

@@ -24,6 +24,7 @@ public:
 
     bool write(std::string_view bytes);
     void close_stdin();
+    void signal(int sig);
 
     // The next frame or problem, waiting up to `timeout`; nullopt on timeout or EOF.
     std::optional<inkling::protocol::ReadItem> next(std::chrono::milliseconds timeout);
