@@ -70,6 +70,8 @@ export INKLING_TOKENIZER_JSON="$build/o200k-inkling/tokenizer.json"
 
 run_unit
 run_suite tokenizer-parity "$root/tests/engine/tokenizer_parity.sh" "$build"
+# The committed DMel goldens against a live run of the numpy reference DSP.
+run_suite audio-goldens "$root/tools/reference/make_audio_goldens.sh" --check
 # The committed goldens against a live run of the PyTorch reference, where torch exists.
 if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
     run_suite reference-goldens /usr/bin/python3 "$root/tools/reference/make_goldens.py" \

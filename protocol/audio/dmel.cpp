@@ -117,10 +117,14 @@ private:
 
 // The Slaney mel scale (§2.3), f64.
 constexpr double kMelLinearHz = 200.0 / 3.0;
-const double kMelLogStep = std::log(6.4) / 27.0;
+double mel_log_step() { return std::log(6.4) / 27.0; }
 
-double hz_to_mel(double hz) { return hz < 1000.0 ? hz / kMelLinearHz : 15.0 + std::log(hz / 1000.0) / kMelLogStep; }
-double mel_to_hz(double mel) { return mel < 15.0 ? kMelLinearHz * mel : 1000.0 * std::exp(kMelLogStep * (mel - 15.0)); }
+double hz_to_mel(double hz) {
+    return hz < 1000.0 ? hz / kMelLinearHz : 15.0 + std::log(hz / 1000.0) / mel_log_step();
+}
+double mel_to_hz(double mel) {
+    return mel < 15.0 ? kMelLinearHz * mel : 1000.0 * std::exp(mel_log_step() * (mel - 15.0));
+}
 
 // Everything that does not depend on the clip, built once.
 struct Tables {
@@ -178,6 +182,7 @@ std::size_t dmel_frame_count(std::size_t n_samples) { return (n_samples + kDmelH
 
 std::span<const float> dmel_mel_filterbank() { return tables().filterbank; }
 std::span<const float> dmel_window() { return tables().window; }
+std::span<const double> dmel_level_thresholds() { return kLevelThresholds; }
 
 std::vector<std::uint8_t> dmel_encode(std::span<const float> x, const DmelOptions& options, DmelStats* stats) {
     if (x.empty()) throw AudioError("audio clip is empty");

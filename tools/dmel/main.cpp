@@ -1,13 +1,13 @@
-// build/wav2dmel: encodes a WAV file as DMel frames (raw u8 [frames][80], the `.dmel`
+// build/inkling-dmel: encodes a WAV file as DMel frames (raw u8 [frames][80], the `.dmel`
 // files that `inkling run --audio` reads). It is the same encoder the gateway uses.
 //
-//   wav2dmel IN.wav OUT.dmel [--json] [--no-boost] [--quality best|medium|fastest|zoh|linear]
+//   inkling-dmel IN.wav OUT.dmel [--json] [--boost on|off] [--quality best|medium|fastest|zoh|linear]
 //                            [--dump-16k F.f32]
 //
 // --json prints one JSON object: the input's format, sample and frame counts, rms, the
 // boost applied, and notes. --dump-16k writes the 16 kHz mono float32 samples that were
 // encoded; tools/reference/dmel_ref.py takes that file as its input. Errors go to stderr
-// as "wav2dmel: …". Bad input exits 2, an I/O failure exits 1.
+// as "inkling-dmel: …". Bad input exits 2, an I/O failure exits 1.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -42,15 +42,15 @@ void write_file(const std::string& path, const void* data, std::size_t size) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    cxxopts::Options options("wav2dmel", "WAV (any rate, any channels) → 16 kHz mono → DMel frames [frames][80] u8.\n"
-                                         "  wav2dmel IN.wav OUT.dmel [options]");
+    cxxopts::Options options("inkling-dmel", "WAV (any rate, any channels) → 16 kHz mono → DMel frames [frames][80] u8.\n"
+                                         "  inkling-dmel IN.wav OUT.dmel [options]");
     options.positional_help("IN.wav OUT.dmel");
     options.add_options()
         ("input", "WAV file", cxxopts::value<std::string>())
         ("output", "DMel file to write", cxxopts::value<std::string>())
         ("json", "print a JSON summary to stdout", cxxopts::value<bool>()->default_value("false"))
-        ("no-boost", "skip the RMS boost of quiet clips (as HF transformers / sglang)",
-         cxxopts::value<bool>()->default_value("false"))
+        ("boost", "RMS boost of quiet clips: on (what the model saw in training) or off (as HF transformers)",
+         cxxopts::value<std::string>()->default_value("on"))
         ("quality", "libsamplerate converter: best, medium, fastest, zoh, linear",
          cxxopts::value<std::string>()->default_value("best"))
         ("dump-16k", "also write the 16 kHz mono float32 samples (raw little-endian)", cxxopts::value<std::string>())
@@ -68,7 +68,9 @@ int main(int argc, char** argv) {
         }
         const std::string in = args["input"].as<std::string>(), out = args["output"].as<std::string>();
         audio::EncodeOptions opt;
-        opt.dmel.rms_boost = !args["no-boost"].as<bool>();
+        const std::string boost = args["boost"].as<std::string>();
+        if (boost != "on" && boost != "off") throw cxxopts::exceptions::exception("--boost: '" + boost + "' is not on or off");
+        opt.dmel.rms_boost = boost == "on";
         const std::string q = args["quality"].as<std::string>();
         const auto quality = audio::resample_quality_from_string(q);
         if (!quality) throw cxxopts::exceptions::exception("--quality: '" + q + "' is not best, medium, fastest, zoh or linear");
@@ -84,7 +86,7 @@ int main(int argc, char** argv) {
                 write_file(args["dump-16k"].as<std::string>(), x.data(), x.size() * sizeof(float));
             }
         } catch (const audio::AudioError& e) {
-            std::fprintf(stderr, "wav2dmel: %s: %s\n", in.c_str(), e.what());
+            std::fprintf(stderr, "inkling-dmel: %s: %s\n", in.c_str(), e.what());
             return 2;
         }
         write_file(out, enc.frames.data(), enc.frames.size());
@@ -113,10 +115,10 @@ int main(int argc, char** argv) {
         }
         return 0;
     } catch (const cxxopts::exceptions::exception& e) {
-        std::fprintf(stderr, "wav2dmel: %s\n", e.what());
+        std::fprintf(stderr, "inkling-dmel: %s\n", e.what());
         return 2;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "wav2dmel: %s\n", e.what());
+        std::fprintf(stderr, "inkling-dmel: %s\n", e.what());
         return 1;
     }
 }

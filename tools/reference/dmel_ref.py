@@ -266,15 +266,11 @@ def resample_16k(x, rate, quality="best"):
 
 
 def fnv1a64(b):
+    """FNV-1a-64 over bytes. Pure Python is fast enough for a few seconds of audio."""
     h = 0xcbf29ce484222325
-    for byte in b:
+    for byte in bytes(b):
         h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
     return h
-
-
-def fnv1a64_np(b):
-    """FNV-1a-64 over bytes. Pure Python is fast enough for a few seconds of audio."""
-    return fnv1a64(memoryview(b).cast("B"))
 
 
 def main(argv):
@@ -317,7 +313,7 @@ def main(argv):
         levels.tofile(a.output)
         if a.info:
             info.update(samples_16k=len(x), frames=int(levels.shape[0]),
-                        fnv64_16k="%016x" % fnv1a64_np(x.astype("<f4").tobytes()),
+                        fnv64_16k="%016x" % fnv1a64(x.astype("<f4").tobytes()),
                         rms=extra.get("rms"), boost=extra.get("boost"))
             print(json.dumps(info))
     except (RefError, OSError) as e:
