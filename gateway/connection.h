@@ -1,0 +1,22 @@
+// One client connection, shared by the HTTP plumbing (server.cpp) and the generation
+// handler (generation.cpp). Internal to the gateway.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "gateway/asio.h"
+#include "gateway/server.h"
+
+namespace inkling::gateway {
+
+struct Server::Connection {
+    explicit Connection(asio::ip::tcp::socket s)
+        : stream(std::move(s)), wake(std::make_shared<Signal>(stream.get_executor())) {}
+    beast::tcp_stream stream;
+    std::string ip;
+    bool disconnected = false;     // the client hung up, or the response closed it (SSE)
+    std::shared_ptr<Signal> wake;  // wakes a request waiting in the queue
+};
+
+}  // namespace inkling::gateway

@@ -1,0 +1,274 @@
+#include "gateway/engine_supervisor.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+
+#include <boost/process.hpp>
+
+#include "gateway/metrics.h"
+#include "protocol/frame_encode.h"
+#include "protocol/frame_reader.h"
+
+namespace inkling::gateway {
+
+namespace bp = boost::process;
+using Clock = std::chrono::steady_clock;
+
+awaitable<std::optional<EngineEvent>> RequestStream::next(asio::steady_timer::time_point deadline) {
+    if (events_.empty()) co_await signal_.wait(deadline);
+    if (events_.empty()) co_return std::nullopt;
+    EngineEvent e = std::move(events_.front());
+    events_.pop_front();
+    co_return e;
+}
+
+struct EngineSupervisor::Child {
+    Child(asio::io_context& io, const std::vector<std::string>& argv)
+        : in(io), out(io), wake_writer(io.get_executor()) {
+        std::vector<std::string> args(argv.begin() + 1, argv.end());
+        process = bp::child(bp::exe = argv[0], bp::args = args, bp::std_in < in, bp::std_out > out);
+    }
+    bp::async_pipe in, out;
+    bp::child process;
+    std::deque<std::string> outbox;  // encoded frames waiting for the pipe
+    Signal wake_writer;
+    bool dead = false;
+    bool ready = false;
+};
+
+EngineSupervisor::EngineSupervisor(asio::io_context& io, Options options, Metrics& metrics)
+    : io_(io), options_(std::move(options)), metrics_(metrics), state_changed_(io.get_executor()) {}
+
+EngineSupervisor::~EngineSupervisor() {
+    if (child_ && child_->process.valid() && child_->process.running()) {
+        std::error_code ec;
+        child_->process.terminate(ec);
+    }
+}
+
+const char* EngineSupervisor::state_name(State s) {
+    switch (s) {
+    case State::Starting: return "starting";
+    case State::Ready: return "ready";
+    case State::Restarting: return "restarting";
+    case State::Failed: return "failed";
+    case State::Stopped: return "stopped";
+    }
+    return "?";
+}
+
+void EngineSupervisor::set_state(State s, std::string reason) {
+    if (s != state_ || reason != reason_)
+        std::fprintf(stderr, "[engine] %s -> %s%s%s\n", state_name(state_), state_name(s), reason.empty() ? "" : ": ",
+                     reason.c_str());
+    state_ = s;
+    reason_ = std::move(reason);
+    state_changed_.notify();
+}
+
+long EngineSupervisor::pid() const { return child_ && !child_->dead ? static_cast<long>(child_->process.id()) : 0; }
+
+void EngineSupervisor::start() { asio::co_spawn(io_, supervise(), asio::detached); }
+
+awaitable<void> EngineSupervisor::supervise() {
+    std::deque<Clock::time_point> crashes;
+    auto backoff = options_.backoff_first;
+    asio::steady_timer timer(io_);
+    while (!stopping_) {
+        set_state(restarts_ == 0 ? State::Starting : State::Restarting, reason_);
+        std::shared_ptr<Child> child;
+        try {
+            child = std::make_shared<Child>(io_, options_.argv);
+        } catch (const std::exception& e) {
+            set_state(State::Failed, std::string("cannot start the engine: ") + e.what());
+            co_return;
+        }
+        child_ = child;
+        std::fprintf(stderr, "[engine] started pid %ld: %s …\n", pid(), options_.argv[0].c_str());
+        const auto started = Clock::now();
+        asio::co_spawn(io_, write_loop(child), asio::detached);
+        co_await read_loop(child);
+
+        // The engine is gone: reap it and tell every request still waiting.
+        child->dead = true;
+        child->wake_writer.notify();
+        std::error_code ec;
+        child->process.wait(ec);
+        const int code = child->process.exit_code();
+        const int native = child->process.native_exit_code();
+        std::string why = WIFSIGNALED(native) ? "killed by signal " + std::to_string(WTERMSIG(native))
+                                              : "exited with status " + std::to_string(code);
+        const bool clean = !WIFSIGNALED(native) && code == 0;
+        for (auto& [id, stream] : streams_) stream->push(EngineDied{stream->accepted, why});
+        streams_.clear();
+        if (stopping_) break;
+        ++restarts_;
+        metrics_.engine_restarts.inc();
+        // A clean exit we asked for (device lost → restart when idle) is not a crash.
+        const bool planned = clean && restart_when_idle_;
+        restart_when_idle_ = false;
+        if (!planned) {
+            crashes.push_back(Clock::now());
+            while (!crashes.empty() && Clock::now() - crashes.front() > options_.crash_loop_window) crashes.pop_front();
+            if (static_cast<int>(crashes.size()) >= options_.crash_loop_limit) {
+                set_state(State::Failed, "engine " + why + "; " + std::to_string(crashes.size()) + " crashes within " +
+                                             std::to_string(options_.crash_loop_window.count()) + " s: giving up");
+                co_return;
+            }
+        }
+        // Back off after quick deaths; an engine that ran a while restarts at once.
+        if (Clock::now() - started > std::chrono::seconds(30)) backoff = options_.backoff_first;
+        set_state(State::Restarting, "engine " + why);
+        timer.expires_after(planned ? std::chrono::milliseconds(0) : backoff);
+        boost::system::error_code wait_ec;
+        co_await timer.async_wait(asio::redirect_error(use_awaitable, wait_ec));
+        backoff = std::min(backoff * 2, options_.backoff_max);
+    }
+    set_state(State::Stopped, "");
+}
+
+awaitable<void> EngineSupervisor::read_loop(std::shared_ptr<Child> child) {
+    protocol::FrameReader reader(protocol::Direction::FromEngine);
+    std::array<char, 65536> buf;
+    bool first = true;
+    while (true) {
+        boost::system::error_code ec;
+        std::size_t n = co_await child->out.async_read_some(asio::buffer(buf), asio::redirect_error(use_awaitable, ec));
+        if (ec || n == 0) break;
+        // The first bytes must be exactly the sentinel; anything else means a broken engine.
+        if (first && std::string_view(buf.data(), std::min(n, protocol::kReadySentinel.size())) !=
+                         protocol::kReadySentinel.substr(0, std::min(n, protocol::kReadySentinel.size()))) {
+            std::fprintf(stderr, "[engine] stdout does not start with the READY sentinel: killing it\n");
+            std::error_code kec;
+            child->process.terminate(kec);
+            break;
+        }
+        first = false;
+        reader.feed(std::string_view(buf.data(), n));
+        bool broken = false;
+        while (auto item = reader.next()) {
+            if (const auto* p = std::get_if<protocol::Problem>(&*item)) {
+                // Fail closed: a desynchronised stream is never read further.
+                std::fprintf(stderr, "[engine] malformed frame from the engine (%s): killing it\n", p->detail.c_str());
+                std::error_code kec;
+                child->process.terminate(kec);
+                broken = true;
+                break;
+            }
+            const auto& frame = std::get<protocol::Frame>(*item);
+            if (std::holds_alternative<protocol::Ready>(frame)) {
+                child->ready = true;
+                set_state(State::Ready, "");
+                continue;
+            }
+            on_frame(frame);
+        }
+        if (broken) break;
+    }
+}
+
+void EngineSupervisor::on_frame(const protocol::Frame& frame) {
+    auto route = [&](const std::string& id, EngineEvent e, bool final) {
+        auto it = streams_.find(id);
+        if (it == streams_.end()) return;  // e.g. the answer to a CANCEL of a finished id
+        if (std::holds_alternative<protocol::Accept>(e)) it->second->accepted = true;
+        it->second->push(std::move(e));
+        if (final) streams_.erase(it);
+    };
+    if (const auto* a = std::get_if<protocol::Accept>(&frame)) route(a->id, *a, false);
+    else if (const auto* d = std::get_if<protocol::Data>(&frame)) route(d->id, *d, false);
+    else if (const auto* d = std::get_if<protocol::Done>(&frame)) route(d->id, *d, true);
+    else if (const auto* e = std::get_if<protocol::Error>(&frame)) {
+        if (e->id == protocol::kUnknownId) std::fprintf(stderr, "[engine] ERROR 0 %s\n", e->detail.c_str());
+        route(e->id, *e, true);
+    } else if (const auto* s = std::get_if<protocol::Stats>(&frame)) {
+        auto j = nlohmann::json::parse(s->json, nullptr, false);
+        if (j.is_object()) (j.value("kind", "") == "info" ? info_ : stats_) = std::move(j);
+    } else if (const auto* ev = std::get_if<protocol::Event>(&frame)) {
+        auto j = nlohmann::json::parse(ev->json, nullptr, false);
+        const std::string kind = j.is_object() ? j.value("kind", "") : "";
+        std::fprintf(stderr, "[engine] EVENT %s\n", ev->json.c_str());
+        if (kind == "device_lost" || kind == "restart_advised") {
+            if (kind == "device_lost") {
+                ++device_losses_;
+                metrics_.device_losses.inc();
+            }
+            // Restart at a quiet moment to get the device back.
+            restart_when_idle_ = true;
+            if (streams_.empty() && child_) child_->in.close();
+        }
+    }
+    if (restart_when_idle_ && streams_.empty() && child_ && child_->in.is_open()) {
+        boost::system::error_code ec;
+        child_->in.close(ec);
+    }
+}
+
+awaitable<void> EngineSupervisor::write_loop(std::shared_ptr<Child> child) {
+    while (!child->dead) {
+        if (child->outbox.empty()) {
+            co_await child->wake_writer.wait();
+            continue;
+        }
+        std::string bytes = std::move(child->outbox.front());
+        child->outbox.pop_front();
+        boost::system::error_code ec;
+        co_await asio::async_write(child->in, asio::buffer(bytes), asio::redirect_error(use_awaitable, ec));
+        if (ec) break;  // the reader sees the death and handles it
+    }
+}
+
+void EngineSupervisor::send(const protocol::Frame& frame) {
+    if (!child_ || child_->dead || !child_->in.is_open()) return;
+    child_->outbox.push_back(protocol::encode(frame));
+    child_->wake_writer.notify();
+}
+
+awaitable<bool> EngineSupervisor::wait_ready(asio::steady_timer::time_point deadline) {
+    while (state_ != State::Ready) {
+        if (state_ == State::Failed || state_ == State::Stopped || stopping_) co_return false;
+        if (asio::steady_timer::clock_type::now() >= deadline) co_return false;
+        co_await state_changed_.wait(deadline);
+    }
+    co_return true;
+}
+
+std::shared_ptr<RequestStream> EngineSupervisor::submit(protocol::Submit request) {
+    request.id = "g" + std::to_string(next_id_++);
+    auto stream = std::make_shared<RequestStream>(io_.get_executor(), request.id);
+    streams_[request.id] = stream;
+    send(request);
+    return stream;
+}
+
+void EngineSupervisor::stop(const std::string& id) {
+    if (streams_.count(id)) send(protocol::Stop{id});
+}
+void EngineSupervisor::cancel(const std::string& id) {
+    if (streams_.count(id)) send(protocol::Cancel{id});
+}
+void EngineSupervisor::release(const std::string& id) { streams_.erase(id); }
+void EngineSupervisor::request_stats() { send(protocol::StatsRequest{}); }
+
+void EngineSupervisor::kill_engine() {
+    if (child_ && !child_->dead) ::kill(static_cast<pid_t>(child_->process.id()), SIGKILL);
+}
+
+awaitable<void> EngineSupervisor::shutdown() {
+    stopping_ = true;
+    state_changed_.notify();
+    if (child_ && !child_->dead) {
+        boost::system::error_code ec;
+        child_->in.close(ec);  // EOF: the engine finishes its requests and exits 0
+        asio::steady_timer t(io_);
+        for (int i = 0; i < 600 && !child_->dead; ++i) {
+            t.expires_after(std::chrono::milliseconds(50));
+            co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
+        }
+        if (!child_->dead) kill_engine();
+    }
+}
+
+}  // namespace inkling::gateway

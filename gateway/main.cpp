@@ -1,0 +1,136 @@
+// build/inkling-gateway — the OpenAI-compatible HTTP gateway in front of one engine.
+//
+//   inkling-gateway --model DIR [--host 127.0.0.1] [--port 8000] [--api-key K] [--slots N] …
+//
+// One process, one io_context thread: HTTP (Beast), the engine child's pipes (Process),
+// timers. The engine does the heavy work in its own process.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include <cxxopts.hpp>
+
+#include "gateway/asio.h"
+#include "gateway/engine_supervisor.h"
+#include "gateway/metrics.h"
+#include "gateway/server.h"
+#include "gateway/slot_pool.h"
+#include "protocol/binary_stdio.h"
+
+using namespace inkling::gateway;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_loopback(const std::string& host) {
+    return host == "127.0.0.1" || host == "::1" || host == "localhost" || host.starts_with("127.");
+}
+
+// The engine binary next to this one (build/inkling beside build/inkling-gateway).
+std::string default_engine() {
+    std::error_code ec;
+    auto self = fs::read_symlink("/proc/self/exe", ec);
+    return ec ? "inkling" : (self.parent_path() / "inkling").string();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    inkling::protocol::init_binary_stdio();  // SIGPIPE ignored: a vanished peer is an error, not a death
+    cxxopts::Options options("inkling-gateway", "OpenAI-compatible HTTP gateway for the Inkling engine.");
+    options.add_options()
+        ("model", "model directory", cxxopts::value<std::string>())
+        ("model-id", "the model name clients use (default: the directory's name)", cxxopts::value<std::string>())
+        ("host", "address to listen on", cxxopts::value<std::string>()->default_value("127.0.0.1"))
+        ("port", "port to listen on", cxxopts::value<unsigned short>()->default_value("8000"))
+        ("api-key", "require this key (Bearer or x-api-key); also INKLING_API_KEY", cxxopts::value<std::string>())
+        ("allow-insecure-bind", "allow a non-loopback address without an API key", cxxopts::value<bool>()->default_value("false"))
+        ("allowed-host", "extra Host header names accepted (repeatable; * disables the guard)", cxxopts::value<std::vector<std::string>>())
+        ("cors-origin", "allowed CORS origins (repeatable; * allows all)", cxxopts::value<std::vector<std::string>>())
+        ("slots", "engine KV slots (concurrent conversations)", cxxopts::value<int>()->default_value("4"))
+        ("ctx", "context per slot in tokens", cxxopts::value<int>()->default_value("4096"))
+        ("threads", "engine compute threads (0 = all cores)", cxxopts::value<int>()->default_value("0"))
+        ("max-queue", "requests that may wait for a slot before 429", cxxopts::value<int>()->default_value("16"))
+        ("queue-timeout", "seconds a request may wait for a slot", cxxopts::value<int>()->default_value("300"))
+        ("max-tokens", "cap (and default) for max_tokens", cxxopts::value<std::uint64_t>()->default_value("4096"))
+        ("max-body", "request body limit in bytes", cxxopts::value<std::size_t>()->default_value("33554432"))
+        ("dmel-boost", "quiet-clip RMS boost for audio: on (as in training) or off (as transformers)", cxxopts::value<std::string>()->default_value("on"))
+        ("engine", "engine binary", cxxopts::value<std::string>()->default_value(default_engine()))
+        ("engine-arg", "extra argument for the engine (repeatable)", cxxopts::value<std::vector<std::string>>())
+        ("h,help", "this help");
+    ServerOptions so;
+    EngineSupervisor::Options eo;
+    try {
+        auto args = options.parse(argc, argv);
+        if (args.count("help")) {
+            std::cout << options.help() << "\n";
+            return 0;
+        }
+        if (!args.count("model")) throw std::runtime_error("--model DIR is required");
+        fs::path model = args["model"].as<std::string>();
+        if (!fs::is_directory(model)) throw std::runtime_error("--model " + model.string() + " is not a directory");
+        so.host = args["host"].as<std::string>();
+        so.port = args["port"].as<unsigned short>();
+        if (args.count("api-key")) so.api_key = args["api-key"].as<std::string>();
+        else if (const char* k = std::getenv("INKLING_API_KEY")) so.api_key = k;
+        if (!is_loopback(so.host) && so.api_key.empty() && !args["allow-insecure-bind"].as<bool>())
+            throw std::runtime_error("refusing to listen on " + so.host +
+                                     " without an API key (--api-key, or --allow-insecure-bind to accept the risk)");
+        if (args.count("allowed-host")) so.allowed_hosts = args["allowed-host"].as<std::vector<std::string>>();
+        const std::string port = std::to_string(so.port);
+        so.cors_origins = {"http://127.0.0.1:" + port, "http://localhost:" + port};
+        if (args.count("cors-origin")) {
+            auto extra = args["cors-origin"].as<std::vector<std::string>>();
+            so.cors_origins.insert(so.cors_origins.end(), extra.begin(), extra.end());
+        }
+        so.max_body = args["max-body"].as<std::size_t>();
+        so.queue_timeout = std::chrono::seconds(args["queue-timeout"].as<int>());
+        so.limits.model_id = args.count("model-id") ? args["model-id"].as<std::string>() : fs::absolute(model).filename().string();
+        so.limits.max_tokens_cap = args["max-tokens"].as<std::uint64_t>();
+        const std::string boost = args["dmel-boost"].as<std::string>();
+        if (boost != "on" && boost != "off") throw std::runtime_error("--dmel-boost must be on or off");
+        so.limits.dmel_boost = boost == "on";
+        const int slots = args["slots"].as<int>();
+        if (slots < 1 || slots > 256) throw std::runtime_error("--slots must lie in 1..256");
+        eo.argv = {args["engine"].as<std::string>(), "serve", "--model", model.string(), "--slots", std::to_string(slots),
+                   "--ctx", std::to_string(args["ctx"].as<int>()), "--threads", std::to_string(args["threads"].as<int>())};
+        if (args.count("engine-arg"))
+            for (const auto& a : args["engine-arg"].as<std::vector<std::string>>()) eo.argv.push_back(a);
+        asio::io_context io;
+        Metrics metrics;
+        EngineSupervisor engine(io, eo, metrics);
+        SlotPool pool(io.get_executor(), slots, args["max-queue"].as<int>());
+        Server server(io, so, engine, metrics, pool);
+        server.listen();  // bind before spawning the engine: a busy port fails at once
+        std::fprintf(stderr, "[gateway] listening on http://%s:%u (model %s)\n", so.host.c_str(), so.port,
+                     so.limits.model_id.c_str());
+        engine.start();
+        asio::signal_set signals(io, SIGTERM, SIGINT);
+        signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+            if (ec) return;
+            std::fprintf(stderr, "[gateway] signal %d: draining\n", sig);
+            server.stop_accepting();
+            asio::co_spawn(io, [&]() -> awaitable<void> {
+                asio::steady_timer t(io);
+                // In-flight requests finish first (bounded), then the engine drains and stops.
+                for (int i = 0; i < 1200 && server.active_requests() > 0; ++i) {
+                    t.expires_after(std::chrono::milliseconds(100));
+                    co_await t.async_wait(use_awaitable);
+                }
+                co_await engine.shutdown();
+                io.stop();
+            }, asio::detached);
+        });
+        io.run();
+        std::fprintf(stderr, "[gateway] stopped\n");
+        return 0;
+    } catch (const cxxopts::exceptions::exception& e) {
+        std::fprintf(stderr, "inkling-gateway: %s\n", e.what());
+        return 2;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "inkling-gateway: %s\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,268 @@
+#include "gateway/openai_request.h"
+
+#include <array>
+#include <cmath>
+
+#include "gateway/api_error.h"
+#include "protocol/audio/audio_error.h"
+#include "protocol/audio/dmel.h"
+#include "protocol/fields.h"
+#include "protocol/tml_render.h"
+
+namespace inkling::gateway {
+
+using nlohmann::json;
+namespace tml = protocol::tml;
+
+namespace {
+
+std::string type_name(const json& v) {
+    if (v.is_null()) return "null";
+    if (v.is_boolean()) return "a boolean";
+    if (v.is_number()) return "a number";
+    if (v.is_string()) return "a string";
+    if (v.is_array()) return "an array";
+    return "an object";
+}
+
+const json* field(const json& body, const char* key) {
+    auto it = body.find(key);
+    return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+double number_in(const json& body, const char* key, double fallback, double lo, double hi, bool lo_open) {
+    const json* v = field(body, key);
+    if (!v) return fallback;
+    if (!v->is_number()) throw bad_request(std::string("'") + key + "' must be a number, not " + type_name(*v), key);
+    double x = v->get<double>();
+    if (!std::isfinite(x) || x > hi || (lo_open ? x <= lo : x < lo))
+        throw bad_request(std::string("'") + key + "' must lie in " + (lo_open ? "(" : "[") + protocol::format_double(lo) +
+                              ", " + protocol::format_double(hi) + "]",
+                          key);
+    return x;
+}
+
+bool flag(const json& body, const char* key, bool fallback) {
+    const json* v = field(body, key);
+    if (!v) return fallback;
+    if (!v->is_boolean()) throw bad_request(std::string("'") + key + "' must be a boolean, not " + type_name(*v), key);
+    return v->get<bool>();
+}
+
+// Fields every generation request shares.
+void common(const json& body, const GatewayLimits& limits, GenerationRequest& r) {
+    if (!body.is_object()) throw bad_request("the request body must be a JSON object");
+    const json* model = field(body, "model");
+    if (!model) throw bad_request("'model' is required", "model");
+    if (!model->is_string()) throw bad_request("'model' must be a string", "model");
+    if (model->get<std::string>() != limits.model_id)
+        throw ApiError(404, "invalid_request_error", "The model '" + model->get<std::string>() + "' does not exist; this server serves '" +
+                                                         limits.model_id + "'",
+                       "model", "model_not_found");
+    if (const json* n = field(body, "n")) {
+        if (!n->is_number_integer()) throw bad_request("'n' must be an integer", "n");
+        if (n->get<long long>() != 1) throw bad_request("only n=1 is supported", "n");
+    }
+    r.stream = flag(body, "stream", false);
+    if (const json* so = field(body, "stream_options")) {
+        if (!so->is_object()) throw bad_request("'stream_options' must be an object", "stream_options");
+        if (!r.stream) throw bad_request("'stream_options' is only allowed with stream=true", "stream_options");
+        r.include_usage = flag(*so, "include_usage", false);
+    }
+    r.temperature = number_in(body, "temperature", 1.0, 0.0, 2.0, false);
+    r.top_p = number_in(body, "top_p", 1.0, 0.0, 1.0, true);
+    for (const char* penalty : {"frequency_penalty", "presence_penalty"}) {
+        double v = number_in(body, penalty, 0.0, -2.0, 2.0, false);
+        if (v != 0.0) throw bad_request(std::string("'") + penalty + "' is not supported (only 0)", penalty);
+    }
+    if (const json* s = field(body, "seed")) {
+        if (!s->is_number_integer()) throw bad_request("'seed' must be an integer", "seed");
+        r.seed = static_cast<std::uint64_t>(s->get<long long>());
+    }
+    // max_completion_tokens wins over the older max_tokens; both clamp to the server cap.
+    const char* mt_key = field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+    r.max_tokens = limits.max_tokens_cap;
+    if (const json* mt = field(body, mt_key)) {
+        if (!mt->is_number_integer() || mt->get<long long>() < 1)
+            throw bad_request(std::string("'") + mt_key + "' must be a positive integer", mt_key);
+        r.max_tokens = std::min<std::uint64_t>(mt->get<std::uint64_t>(), limits.max_tokens_cap);
+    }
+    if (const json* stop = field(body, "stop")) {
+        if (stop->is_string()) r.stop.push_back(stop->get<std::string>());
+        else if (stop->is_array()) {
+            if (stop->size() > 4) throw bad_request("'stop' takes at most 4 sequences", "stop");
+            for (const auto& s : *stop) {
+                if (!s.is_string()) throw bad_request("'stop' entries must be strings", "stop");
+                r.stop.push_back(s.get<std::string>());
+            }
+        } else {
+            throw bad_request("'stop' must be a string or an array of strings", "stop");
+        }
+        for (const auto& s : r.stop)
+            if (s.empty()) throw bad_request("'stop' sequences must not be empty", "stop");
+    }
+    if (flag(body, "logprobs", false)) throw bad_request("'logprobs' is not supported", "logprobs");
+    if (const json* u = field(body, "user")) {
+        if (!u->is_string()) throw bad_request("'user' must be a string", "user");
+        r.user = u->get<std::string>();
+    }
+    if (const json* slot = field(body, "cache_slot")) {
+        if (!slot->is_number_integer() || slot->get<long long>() < 0)
+            throw bad_request("'cache_slot' must be a non-negative integer", "cache_slot");
+        r.slot_hint = slot->get<int>();
+    }
+}
+
+tml::Role role_of(const std::string& role, const std::string& param) {
+    if (role == "system") return tml::Role::System;
+    if (role == "developer") return tml::Role::Developer;
+    if (role == "user") return tml::Role::User;
+    if (role == "assistant") return tml::Role::Assistant;
+    if (role == "tool") return tml::Role::Tool;
+    throw bad_request("'" + role + "' is not a role (system, developer, user, assistant, tool)", param);
+}
+
+}  // namespace
+
+std::string decode_base64(const std::string& text, const std::string& param) {
+    static const auto table = [] {
+        std::array<int, 256> t{};
+        t.fill(-1);
+        const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        for (int i = 0; i < 64; ++i) t[static_cast<unsigned char>(a[i])] = i;
+        return t;
+    }();
+    std::string out;
+    out.reserve(text.size() / 4 * 3);
+    std::uint32_t acc = 0;
+    int bits = 0;
+    std::size_t i = 0, pad = 0;
+    for (; i < text.size(); ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c == '=') {
+            ++pad;
+            continue;
+        }
+        if (pad > 0 || table[c] < 0)
+            throw bad_request("'" + param + "' is not valid base64 (bad byte at offset " + std::to_string(i) + ")", param);
+        acc = acc << 6 | static_cast<std::uint32_t>(table[c]);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out += static_cast<char>((acc >> bits) & 0xFF);
+        }
+    }
+    if (pad > 2 || bits >= 6) throw bad_request("'" + param + "' is not valid base64 (bad length)", param);
+    return out;
+}
+
+GenerationRequest parse_chat_request(const json& body, const GatewayLimits& limits) {
+    GenerationRequest r;
+    r.chat = true;
+    common(body, limits, r);
+    if (const json* tools = field(body, "tools"); tools && tools->is_array() && !tools->empty())
+        throw bad_request("tools are not supported by Inkling serving", "tools");
+    double effort = 0.0;
+    if (const json* e = field(body, "reasoning_effort")) {
+        if (!e->is_string()) throw bad_request("'reasoning_effort' must be a string", "reasoning_effort");
+        auto v = tml::effort_for_level(e->get<std::string>());
+        if (!v) throw bad_request("'reasoning_effort' must be none, minimal, low, medium, high or xhigh", "reasoning_effort");
+        effort = *v;
+    }
+    const json* messages = field(body, "messages");
+    if (!messages || !messages->is_array() || messages->empty())
+        throw bad_request("'messages' must be a non-empty array", "messages");
+    std::vector<tml::Message> chat;
+    for (std::size_t i = 0; i < messages->size(); ++i) {
+        const json& m = (*messages)[i];
+        const std::string p = "messages[" + std::to_string(i) + "]";
+        if (!m.is_object()) throw bad_request(p + " must be an object", p);
+        const json* role = field(m, "role");
+        if (!role || !role->is_string()) throw bad_request(p + ".role must be a string", p + ".role");
+        tml::Message msg{role_of(role->get<std::string>(), p + ".role"), {}, {}};
+        if (const json* name = field(m, "name")) {
+            if (!name->is_string()) throw bad_request(p + ".name must be a string", p + ".name");
+            if (msg.role == tml::Role::Tool) msg.name = name->get<std::string>();
+        }
+        if (const json* reasoning = field(m, "reasoning_content"); reasoning && msg.role == tml::Role::Assistant) {
+            if (!reasoning->is_string()) throw bad_request(p + ".reasoning_content must be a string", p + ".reasoning_content");
+            msg.parts.push_back(tml::Part::thinking(reasoning->get<std::string>()));
+        }
+        const json* content = field(m, "content");
+        if (!content) {
+            // null content (e.g. an assistant turn that only called tools) renders nothing
+        } else if (content->is_string()) {
+            msg.parts.push_back(tml::Part::text_part(content->get<std::string>()));
+        } else if (content->is_array()) {
+            for (std::size_t k = 0; k < content->size(); ++k) {
+                const json& part = (*content)[k];
+                const std::string pp = p + ".content[" + std::to_string(k) + "]";
+                const json* type = part.is_object() ? field(part, "type") : nullptr;
+                if (!type || !type->is_string()) throw bad_request(pp + ".type must be a string", pp + ".type");
+                const std::string t = type->get<std::string>();
+                if (t == "text") {
+                    const json* text = field(part, "text");
+                    if (!text || !text->is_string()) throw bad_request(pp + ".text must be a string", pp + ".text");
+                    msg.parts.push_back(tml::Part::text_part(text->get<std::string>()));
+                } else if (t == "input_audio") {
+                    if (msg.role != tml::Role::User) throw bad_request("audio is only accepted in user messages", pp);
+                    const json* ia = field(part, "input_audio");
+                    const json* data = ia && ia->is_object() ? field(*ia, "data") : nullptr;
+                    if (!data || !data->is_string())
+                        throw bad_request(pp + ".input_audio.data must be a base64 string", pp + ".input_audio.data");
+                    if (const json* fmt = field(*ia, "format"); fmt && (!fmt->is_string() || fmt->get<std::string>() != "wav"))
+                        throw bad_request(pp + ".input_audio.format must be \"wav\"", pp + ".input_audio.format");
+                    std::string wav = decode_base64(data->get<std::string>(), pp + ".input_audio.data");
+                    protocol::audio::EncodedAudio enc;
+                    try {
+                        protocol::audio::EncodeOptions opt;
+                        opt.dmel.rms_boost = limits.dmel_boost;
+                        enc = protocol::audio::encode_wav_to_dmel(
+                            std::span(reinterpret_cast<const std::uint8_t*>(wav.data()), wav.size()), opt);
+                    } catch (const protocol::audio::AudioError& e) {
+                        throw bad_request(pp + ": " + e.what(), pp + ".input_audio.data", "invalid_audio");
+                    }
+                    if (enc.n_frames == 0) throw bad_request(pp + ": the clip is empty", pp + ".input_audio.data", "invalid_audio");
+                    if (enc.n_frames > limits.max_audio_seconds * 20)
+                        throw bad_request(pp + ": the clip is longer than " + std::to_string(limits.max_audio_seconds) + " s",
+                                          pp + ".input_audio.data", "invalid_audio");
+                    r.audio.append(enc.frames.begin(), enc.frames.end());
+                    msg.parts.push_back(tml::Part::audio(enc.n_frames));
+                } else {
+                    throw bad_request(pp + ": content part type '" + t + "' is not supported (text, input_audio)", pp + ".type");
+                }
+            }
+        } else {
+            throw bad_request(p + ".content must be a string, an array of parts or null", p + ".content");
+        }
+        chat.push_back(std::move(msg));
+        // The conversation's identity for slot affinity: its system messages and first user turn.
+        if (r.affinity.empty() && chat.back().role == tml::Role::User) r.affinity = tml::render(chat, {.effort = effort});
+    }
+    try {
+        r.prompt = tml::render(chat, {.effort = effort});
+    } catch (const std::invalid_argument& e) {
+        throw bad_request(e.what(), "messages");
+    }
+    r.start_in_content = effort == 0.0;
+    return r;
+}
+
+GenerationRequest parse_completion_request(const json& body, const GatewayLimits& limits) {
+    GenerationRequest r;
+    r.chat = false;
+    common(body, limits, r);
+    const json* prompt = field(body, "prompt");
+    if (!prompt) throw bad_request("'prompt' is required", "prompt");
+    if (prompt->is_array() && prompt->size() == 1 && (*prompt)[0].is_string()) prompt = &(*prompt)[0];
+    if (!prompt->is_string()) throw bad_request("'prompt' must be a string (batches are not supported)", "prompt");
+    r.prompt = prompt->get<std::string>();
+    if (r.prompt.empty()) throw bad_request("'prompt' is empty", "prompt");
+    if (flag(body, "echo", false)) throw bad_request("'echo' is not supported", "echo");
+    if (field(body, "suffix")) throw bad_request("'suffix' is not supported", "suffix");
+    r.start_in_content = true;
+    r.affinity = r.prompt.substr(0, 256);
+    return r;
+}
+
+}  // namespace inkling::gateway

@@ -1,0 +1,45 @@
+// OpenAI request bodies → what the engine needs: the rendered TMLv0 prompt (chat) or the
+// raw prompt (completions), DMel bytes for audio parts, sampling settings, stop
+// sequences. Every problem is an ApiError naming the field.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace inkling::gateway {
+
+struct GatewayLimits {
+    std::string model_id;
+    std::uint64_t max_tokens_cap = 4096;  // clamp for max_tokens (and the default)
+    bool dmel_boost = true;               // the quiet-clip RMS boost (off = transformers exactly)
+    std::size_t max_audio_seconds = 600;
+};
+
+struct GenerationRequest {
+    bool chat = true;
+    bool stream = false;
+    bool include_usage = false;
+    std::string prompt;               // UTF-8 text the engine tokenizes
+    std::string audio;                // DMel bytes, [frames][80]
+    std::uint64_t max_tokens = 0;
+    double temperature = 1.0;
+    double top_p = 1.0;
+    std::optional<std::uint64_t> seed;
+    std::vector<std::string> stop;
+    bool start_in_content = true;     // the prompt already opened the answer
+    std::string affinity;             // conversation key: which slot keeps its prefix
+    std::optional<int> slot_hint;     // explicit `cache_slot`
+    std::string user;
+};
+
+GenerationRequest parse_chat_request(const nlohmann::json& body, const GatewayLimits& limits);
+GenerationRequest parse_completion_request(const nlohmann::json& body, const GatewayLimits& limits);
+
+// Standard base64 (RFC 4648) with or without padding; throws ApiError naming `param`.
+std::string decode_base64(const std::string& text, const std::string& param);
+
+}  // namespace inkling::gateway

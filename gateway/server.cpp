@@ -1,0 +1,338 @@
+#include "gateway/server.h"
+
+#include <sys/socket.h>
+
+#include <cstdio>
+#include <functional>
+#include <random>
+
+#include "gateway/api_error.h"
+#include "gateway/connection.h"
+#include "gateway/web_assets.h"
+
+namespace inkling::gateway {
+
+using tcp = asio::ip::tcp;
+using Request = http::request<http::string_body>;
+using Response = http::response<http::string_body>;
+using Clock = std::chrono::steady_clock;
+
+Server::Server(asio::io_context& io, ServerOptions options, EngineSupervisor& engine, Metrics& metrics, SlotPool& slots)
+    : io_(io), o_(std::move(options)), engine_(engine), metrics_(metrics), slots_(slots), acceptor_(io) {}
+
+void Server::listen() {
+    boost::system::error_code ec;
+    auto address = asio::ip::make_address(o_.host, ec);
+    if (ec) throw std::runtime_error("--host " + o_.host + " is not an IP address");
+    tcp::endpoint ep(address, o_.port);
+    acceptor_.open(ep.protocol());
+    acceptor_.set_option(asio::socket_base::reuse_address(true));
+    acceptor_.bind(ep, ec);
+    if (ec) throw std::runtime_error("cannot listen on " + o_.host + ":" + std::to_string(o_.port) + ": " + ec.message());
+    acceptor_.listen();
+    asio::co_spawn(io_, accept_loop(), asio::detached);
+}
+
+void Server::stop_accepting() {
+    accepting_ = false;
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+}
+
+awaitable<void> Server::accept_loop() {
+    while (accepting_) {
+        boost::system::error_code ec;
+        tcp::socket socket = co_await acceptor_.async_accept(asio::redirect_error(use_awaitable, ec));
+        if (ec) {
+            if (!accepting_) co_return;
+            continue;
+        }
+        std::string ip = socket.remote_endpoint(ec).address().to_string();
+        // Over the caps a connection is closed at once rather than queued.
+        if (connections_ >= o_.max_connections || per_ip_[ip] >= o_.max_connections_per_ip) {
+            socket.close(ec);
+            continue;
+        }
+        auto c = std::make_shared<Connection>(std::move(socket));
+        c->ip = ip;
+        ++connections_;
+        ++per_ip_[ip];
+        asio::co_spawn(io_, serve(c), asio::detached);
+    }
+}
+
+awaitable<void> Server::serve(std::shared_ptr<Connection> c) {
+    beast::flat_buffer buffer;
+    while (true) {
+        http::request_parser<http::string_body> parser;
+        parser.header_limit(16 * 1024);
+        parser.body_limit(o_.max_body);
+        // One deadline for the whole request (headers and body): slow clients are cut off.
+        c->stream.expires_after(o_.read_deadline);
+        boost::system::error_code ec;
+        co_await http::async_read(c->stream, buffer, parser, asio::redirect_error(use_awaitable, ec));
+        if (ec) {
+            if (ec == http::error::body_limit) {
+                Response res{http::status::payload_too_large, 11};
+                res.set(http::field::content_type, "application/json");
+                res.body() = ApiError(413, "invalid_request_error",
+                                      "the request body exceeds " + std::to_string(o_.max_body) + " bytes")
+                                 .body()
+                                 .dump();
+                res.keep_alive(false);
+                res.prepare_payload();
+                metrics_.request("other", 413);
+                co_await write(*c, res);
+            } else if (ec.category() == http::make_error_code(http::error::bad_target).category() &&
+                       ec != http::error::end_of_stream && ec != http::error::partial_message) {
+                Response res{http::status::bad_request, 11};
+                res.set(http::field::content_type, "application/json");
+                res.body() = ApiError(400, "invalid_request_error", "malformed HTTP request: " + ec.message()).body().dump();
+                res.keep_alive(false);
+                res.prepare_payload();
+                metrics_.request("other", 400);
+                co_await write(*c, res);
+            }
+            break;
+        }
+        c->stream.expires_never();
+        Request req = parser.release();
+        bool keep = co_await route(*c, req);
+        if (!keep || !req.keep_alive() || c->disconnected) break;
+    }
+    boost::system::error_code ec;
+    c->stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+    c->stream.close();
+    --connections_;
+    if (--per_ip_[c->ip] <= 0) per_ip_.erase(c->ip);
+}
+
+awaitable<void> Server::write(Connection& c, Response& res) {
+    boost::system::error_code ec;
+    c.stream.expires_after(std::chrono::seconds(30));
+    co_await http::async_write(c.stream, res, asio::redirect_error(use_awaitable, ec));
+    c.stream.expires_never();
+    if (ec) c.disconnected = true;
+}
+
+std::string Server::cors_header_block(const Request& req) const {
+    auto origin = req[http::field::origin];
+    if (origin.empty()) return {};
+    bool ok = false;
+    for (const auto& o : o_.cors_origins) ok = ok || o == "*" || o == origin;
+    if (!ok) return {};
+    return "Access-Control-Allow-Origin: " + std::string(origin) +
+           "\r\nVary: Origin\r\nAccess-Control-Expose-Headers: x-request-id, Retry-After\r\n";
+}
+
+void Server::cors(const Request& req, Response& res) const {
+    auto origin = req[http::field::origin];
+    if (origin.empty()) return;
+    for (const auto& o : o_.cors_origins)
+        if (o == "*" || o == origin) {
+            res.set(http::field::access_control_allow_origin, origin);
+            res.set(http::field::vary, "Origin");
+            res.set(http::field::access_control_expose_headers, "x-request-id, Retry-After");
+            return;
+        }
+}
+
+bool Server::authorized(const Request& req) const {
+    if (o_.api_key.empty()) return true;
+    std::string given;
+    auto auth = req[http::field::authorization];
+    if (auth.starts_with("Bearer ")) given = std::string(auth.substr(7));
+    else if (auto k = req["x-api-key"]; !k.empty()) given = std::string(k);
+    // Constant time in the key's length: every byte is compared whatever matched before.
+    unsigned diff = given.size() != o_.api_key.size();
+    for (std::size_t i = 0; i < o_.api_key.size(); ++i)
+        diff |= static_cast<unsigned char>(o_.api_key[i]) ^ static_cast<unsigned char>(i < given.size() ? given[i] : 0);
+    return diff == 0;
+}
+
+bool Server::host_allowed(const Request& req) const {
+    std::string host(req[http::field::host]);
+    if (host.empty()) return true;  // HTTP/1.0 clients
+    // Strip the port (and IPv6 brackets).
+    if (host.front() == '[') host = host.substr(1, host.find(']') - 1);
+    else if (auto colon = host.rfind(':'); colon != std::string::npos) host = host.substr(0, colon);
+    if (host == "localhost" || host == "127.0.0.1" || host == "::1" || host == o_.host) return true;
+    for (const auto& h : o_.allowed_hosts)
+        if (h == "*" || h == host) return true;
+    return false;
+}
+
+awaitable<void> Server::write_json(Connection& c, const Request& req, int status, const nlohmann::json& body,
+                                   const std::string& endpoint, int retry_after) {
+    Response res{static_cast<http::status>(status), req.version()};
+    res.set(http::field::content_type, "application/json");
+    res.set("x-request-id", "req_" + std::to_string(++request_counter_));
+    if (retry_after > 0) res.set(http::field::retry_after, std::to_string(retry_after));
+    cors(req, res);
+    res.keep_alive(req.keep_alive());
+    res.body() = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    res.prepare_payload();
+    metrics_.request(endpoint, status);
+    co_await write(c, res);
+}
+
+std::string Server::health_state(int& status, int& retry_after, nlohmann::json& body) const {
+    auto state = engine_.state();
+    std::string name = EngineSupervisor::state_name(state);
+    if (!accepting_) name = "draining";
+    status = state == EngineSupervisor::State::Ready && accepting_ ? 200 : 503;
+    retry_after = status == 200 ? 0 : (state == EngineSupervisor::State::Failed ? 30 : 1);
+    body = {{"status", status == 200 ? "ok" : name}};
+    if (status != 200) body["reason"] = engine_.reason();
+    return name;
+}
+
+nlohmann::json Server::stats_json() const {
+    nlohmann::json engine = {{"state", EngineSupervisor::state_name(engine_.state())},
+                             {"pid", engine_.pid()},
+                             {"restarts", engine_.restarts()},
+                             {"reason", engine_.reason()},
+                             {"info", engine_.info()},
+                             {"stats", engine_.stats()}};
+    return {{"gateway",
+             {{"uptime_s", std::chrono::duration<double>(Clock::now() - started_).count()},
+              {"requests_total", metrics_.requests_total()},
+              {"active", slots_.active()},
+              {"queued", slots_.queued()},
+              {"queue_limit", slots_.max_queue()},
+              {"slots", slots_.slots()},
+              {"restarts", engine_.restarts()},
+              {"device_losses", engine_.device_losses()},
+              {"tokens_in", metrics_.tokens_in.value},
+              {"tokens_out", metrics_.tokens_out.value}}},
+            {"engine", engine}};
+}
+
+awaitable<bool> Server::route(Connection& c, Request& req) {
+    std::string target(req.target());
+    std::string path = target.substr(0, target.find('?'));
+    const auto method = req.method();
+    std::optional<ApiError> failure;
+    try {
+        if (!host_allowed(req)) {
+            const nlohmann::json forbidden = ApiError(403, "forbidden", "Host header not allowed").body();
+            const std::string ep = "other";
+            co_await write_json(c, req, 403, forbidden, ep);
+            co_return false;
+        }
+        if (method == http::verb::options) {
+            Response res{http::status::no_content, req.version()};
+            cors(req, res);
+            res.set(http::field::access_control_allow_methods, "GET, POST, OPTIONS");
+            res.set(http::field::access_control_allow_headers, "Authorization, Content-Type, x-api-key");
+            res.set(http::field::access_control_max_age, "600");
+            res.keep_alive(req.keep_alive());
+            res.prepare_payload();
+            metrics_.request("options", 204);
+            co_await write(c, res);
+            co_return true;
+        }
+        if (path == "/health") {
+            if (method != http::verb::get && method != http::verb::head) throw ApiError(405, "invalid_request_error", "use GET");
+            int status = 0, retry = 0;
+            nlohmann::json body;
+            health_state(status, retry, body);
+            if (authorized(req) && status == 200) body["engine"] = {{"pid", engine_.pid()}, {"restarts", engine_.restarts()}};
+            const std::string ep = "health";
+            co_await write_json(c, req, status, body, ep, retry);
+            co_return true;
+        }
+        if (method == http::verb::get) {
+            for (const auto& asset : web_assets())
+                if (path == asset.path || (path == "/" && std::string_view(asset.path) == "/index.html")) {
+                    Response res{http::status::ok, req.version()};
+                    res.set(http::field::content_type, asset.content_type);
+                    res.set(http::field::cache_control, "no-cache");
+                    res.keep_alive(req.keep_alive());
+                    res.body() = std::string(asset.data);
+                    res.prepare_payload();
+                    metrics_.request("web", 200);
+                    co_await write(c, res);
+                    co_return true;
+                }
+        }
+        const bool api = path.starts_with("/v1/") || path == "/metrics";
+        if (!api) throw ApiError(404, "invalid_request_error", "no route for " + std::string(req.method_string()) + " " + path);
+        if (!authorized(req)) throw ApiError(401, "authentication_error", "Incorrect API key provided", "", "invalid_api_key");
+        if (path == "/metrics") {
+            if (method != http::verb::get) throw ApiError(405, "invalid_request_error", "use GET");
+            metrics_.queue_depth = slots_.queued();
+            metrics_.active = slots_.active();
+            std::string extra;
+            const auto& st = engine_.stats();
+            auto gauge = [&](const std::string& name, const std::string& help, double v) {
+                extra += "# HELP " + name + " " + help + "\n# TYPE " + name + " gauge\n" + name + " " + std::to_string(v) + "\n";
+            };
+            gauge("inkling_engine_up", "1 while the engine is ready.", engine_.state() == EngineSupervisor::State::Ready);
+            if (st.contains("expert_cache")) gauge("inkling_expert_cache_hit_ratio", "Expert cache hit rate (0-1).",
+                                                   st["expert_cache"].value("hit_pct", 0.0) / 100.0);
+            if (st.contains("rss_gb")) gauge("inkling_engine_resident_bytes", "Engine resident set size.", st.value("rss_gb", 0.0) * 1e9);
+            if (st.contains("device") && st["device"].is_object()) {
+                gauge("inkling_device_memory_used_bytes", "Device memory in use.", st["device"].value("memory_used", 0.0));
+                gauge("inkling_device_memory_budget_bytes", "Device memory budget.", st["device"].value("memory_budget", 0.0));
+            }
+            Response res{http::status::ok, req.version()};
+            res.set(http::field::content_type, "text/plain; version=0.0.4");
+            res.keep_alive(req.keep_alive());
+            res.body() = metrics_.render(extra);
+            res.prepare_payload();
+            metrics_.request("metrics", 200);
+            co_await write(c, res);
+            co_return true;
+        }
+        if (path == "/v1/stats") {
+            if (method != http::verb::get) throw ApiError(405, "invalid_request_error", "use GET");
+            engine_.request_stats();
+            const nlohmann::json stats = stats_json();
+            const std::string ep = "stats";
+            co_await write_json(c, req, 200, stats, ep);
+            co_return true;
+        }
+        const std::string& id = o_.limits.model_id;
+        if (path == "/v1/models" || path == "/v1/models/" + id) {
+            if (method != http::verb::get) throw ApiError(405, "invalid_request_error", "use GET");
+            nlohmann::json model = {{"id", id}, {"object", "model"}, {"created", 0}, {"owned_by", "inkling"}};
+            nlohmann::json list = nlohmann::json::object();
+            list["object"] = "list";
+            list["data"] = nlohmann::json::array({model});
+            const nlohmann::json answer = path == "/v1/models" ? list : model;
+            const std::string ep = "models";
+            co_await write_json(c, req, 200, answer, ep);
+            co_return true;
+        }
+        if (path.starts_with("/v1/models/"))
+            throw ApiError(404, "invalid_request_error", "The model '" + path.substr(11) + "' does not exist", "model",
+                           "model_not_found");
+        const bool chat = path == "/v1/chat/completions", completion = path == "/v1/completions";
+        if (!chat && !completion) throw ApiError(404, "invalid_request_error", "no route for " + path);
+        if (method != http::verb::post) throw ApiError(405, "invalid_request_error", "use POST");
+        nlohmann::json body;
+        try {
+            body = nlohmann::json::parse(req.body());
+        } catch (const nlohmann::json::exception& e) {
+            throw bad_request(std::string("the body is not valid JSON: ") + e.what());
+        }
+        GenerationRequest g = chat ? parse_chat_request(body, o_.limits) : parse_completion_request(body, o_.limits);
+        if (g.prompt.find('\0') != std::string::npos) throw bad_request("the prompt contains a NUL character", chat ? "messages" : "prompt");
+        const std::string ep = chat ? std::string("chat") : std::string("completions");
+        co_await generate(c, req, std::move(g), ep);
+        co_return !c.disconnected;
+    } catch (const ApiError& e) {
+        failure = e;  // (a coroutine cannot co_await inside a handler)
+    }
+    // Thrown before anything was written for this request.
+    std::string endpoint = "other";
+    if (path.starts_with("/v1/chat")) endpoint = "chat";
+    else if (path.starts_with("/v1/completions")) endpoint = "completions";
+    bool keep = failure->status < 500 && failure->status != 413;
+    if (!keep) req.keep_alive(false);
+    co_await write_json(c, req, failure->status, failure->body(), endpoint, failure->retry_after);
+    co_return keep;
+}
+
+}  // namespace inkling::gateway

@@ -1,0 +1,72 @@
+// The HTTP side of the gateway: an Asio/Beast listener, one coroutine per connection,
+// routing, auth, Host/CORS guards, limits, and the OpenAI endpoints.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gateway/engine_supervisor.h"
+#include "gateway/metrics.h"
+#include "gateway/openai_request.h"
+#include "gateway/slot_pool.h"
+
+namespace inkling::gateway {
+
+struct ServerOptions {
+    std::string host = "127.0.0.1";
+    unsigned short port = 8000;
+    std::string api_key;                     // empty: no auth
+    std::vector<std::string> allowed_hosts;  // Host header guard ("*" disables it)
+    std::vector<std::string> cors_origins;   // exact origins ("*" allows all)
+    std::size_t max_body = 32u << 20;        // bytes (audio comes base64 inside JSON)
+    std::chrono::seconds read_deadline{30};
+    int max_connections = 64, max_connections_per_ip = 8;
+    std::chrono::seconds queue_timeout{300};
+    std::chrono::seconds engine_wait{120};   // how long a request waits for a (re)starting engine
+    int retries = 3;                         // resubmissions after the engine died before ACCEPT
+    GatewayLimits limits;
+};
+
+class Server {
+public:
+    Server(asio::io_context& io, ServerOptions options, EngineSupervisor& engine, Metrics& metrics, SlotPool& slots);
+    // Binds (throws std::runtime_error naming the address when it cannot) and serves.
+    void listen();
+    void stop_accepting();
+    int active_requests() const { return active_requests_; }
+
+private:
+    struct Connection;
+    awaitable<void> accept_loop();
+    awaitable<void> serve(std::shared_ptr<Connection> c);
+    awaitable<bool> route(Connection& c, http::request<http::string_body>& req);
+    awaitable<void> generate(Connection& c, const http::request<http::string_body>& req, GenerationRequest g,
+                             const std::string& endpoint);
+    awaitable<void> write(Connection& c, http::response<http::string_body>& res);
+    awaitable<void> write_json(Connection& c, const http::request<http::string_body>& req, int status,
+                               const nlohmann::json& body, const std::string& endpoint, int retry_after = 0);
+    void cors(const http::request<http::string_body>& req, http::response<http::string_body>& res) const;
+    std::string cors_header_block(const http::request<http::string_body>& req) const;
+    bool authorized(const http::request<http::string_body>& req) const;
+    bool host_allowed(const http::request<http::string_body>& req) const;
+    nlohmann::json stats_json() const;
+    std::string health_state(int& status, int& retry_after, nlohmann::json& body) const;
+
+    asio::io_context& io_;
+    ServerOptions o_;
+    EngineSupervisor& engine_;
+    Metrics& metrics_;
+    SlotPool& slots_;
+    asio::ip::tcp::acceptor acceptor_;
+    std::map<std::string, int> per_ip_;
+    int connections_ = 0, active_requests_ = 0;
+    std::uint64_t request_counter_ = 0;
+    std::map<std::string, int> affinity_;  // conversation key → last slot
+    std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+    bool accepting_ = true;
+};
+
+}  // namespace inkling::gateway
