@@ -227,6 +227,8 @@ int cmd_serve(const cxxopts::ParseResult& args) {
     o.context = args.count("ctx") ? args["ctx"].as<std::int64_t>() : 4096;
     o.prefill_chunk = args["prefill-chunk"].as<std::int64_t>();
     o.pins = args["pins"].as<std::size_t>();
+    if (args.count("fault-kill-once-file")) o.fault_kill_once_file = args["fault-kill-once-file"].as<std::string>();
+    o.fault_device_lost_after = args["fault-device-lost-after"].as<int>();
     if (o.slots < 1 || o.slots > 256) throw std::runtime_error("--slots must lie in 1..256");
     if (o.context < 2) throw std::runtime_error("--ctx must be at least 2");
     if (o.prefill_chunk < 1) throw std::runtime_error("--prefill-chunk must be at least 1");
@@ -335,6 +337,8 @@ int main(int argc, char** argv) {
         ("slots", "serve: KV slots (concurrent conversations)", cxxopts::value<int>()->default_value("4"))
         ("prefill-chunk", "serve: prompt tokens per round and request", cxxopts::value<std::int64_t>()->default_value("256"))
         ("pins", "serve: pinned snapshots kept (pin=1)", cxxopts::value<std::size_t>()->default_value("4"))
+        ("fault-kill-once-file", "serve, tests only: unless FILE exists, create it and die (SIGKILL) at the first SUBMIT", cxxopts::value<std::string>())
+        ("fault-device-lost-after", "serve, tests only: report EVENT device_lost after N finished requests", cxxopts::value<int>()->default_value("0"))
         ("prompt-tokens", "bench: prompt length", cxxopts::value<int>()->default_value("128"))
         ("decode-tokens", "bench: tokens decoded", cxxopts::value<int>()->default_value("32"))
         ("sessions", "bench: concurrent session counts, e.g. 1,2,4,8", cxxopts::value<std::string>())

@@ -15,7 +15,8 @@ struct Server::Connection {
         : stream(std::move(s)), wake(std::make_shared<Signal>(stream.get_executor())) {}
     beast::tcp_stream stream;
     std::string ip;
-    bool disconnected = false;     // the client hung up, or the response closed it (SSE)
+    bool disconnected = false;     // the client hung up
+    bool close_after = false;      // the response is framed by closing the connection (SSE)
     std::shared_ptr<Signal> wake;  // wakes a request waiting in the queue
 };
 

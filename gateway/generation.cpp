@@ -211,6 +211,7 @@ awaitable<void> Server::generate(Connection& c, const Request& req, GenerationRe
                            "X-Accel-Buffering: no\r\nConnection: close\r\nx-request-id: " + id + "\r\n" +
                            cors_header_block(req) + "\r\n";
         co_await send(head);
+        c.close_after = true;  // SSE: the stream ends with the connection
         if (g.chat) {
             nlohmann::json role = nlohmann::json::object();
             role["index"] = 0;
@@ -330,7 +331,6 @@ awaitable<void> Server::generate(Connection& c, const Request& req, GenerationRe
         const std::string end = "data: [DONE]\n\n";
         co_await send(end);
         metrics_.request(endpoint, 200);
-        c.disconnected = true;  // SSE ends with the connection
         co_return;
     }
     nlohmann::json body = {{"id", id}, {"created", created}, {"model", o_.limits.model_id}, {"usage", usage}};

@@ -98,7 +98,7 @@ awaitable<void> Server::serve(std::shared_ptr<Connection> c) {
         c->stream.expires_never();
         Request req = parser.release();
         bool keep = co_await route(*c, req);
-        if (!keep || !req.keep_alive() || c->disconnected) break;
+        if (!keep || !req.keep_alive() || c->disconnected || c->close_after) break;
     }
     boost::system::error_code ec;
     c->stream.socket().shutdown(tcp::socket::shutdown_both, ec);
@@ -321,7 +321,7 @@ awaitable<bool> Server::route(Connection& c, Request& req) {
         if (g.prompt.find('\0') != std::string::npos) throw bad_request("the prompt contains a NUL character", chat ? "messages" : "prompt");
         const std::string ep = chat ? std::string("chat") : std::string("completions");
         co_await generate(c, req, std::move(g), ep);
-        co_return !c.disconnected;
+        co_return !c.disconnected && !c.close_after;
     } catch (const ApiError& e) {
         failure = e;  // (a coroutine cannot co_await inside a handler)
     }

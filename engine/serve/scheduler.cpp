@@ -1,6 +1,10 @@
 #include "engine/serve/scheduler.h"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
 
 #include <algorithm>
 #include <cmath>
@@ -95,6 +99,11 @@ void Scheduler::erase(const std::string& id) {
 
 void Scheduler::submit(const protocol::Submit& r, FrameSink& out) {
     const auto& c = model_.config;
+    if (!options_.fault_kill_once_file.empty() && !std::filesystem::exists(options_.fault_kill_once_file)) {
+        std::ofstream(options_.fault_kill_once_file) << "killed\n";
+        std::fprintf(stderr, "[serve] fault injection: dying before ACCEPT of %s\n", r.id.c_str());
+        ::kill(::getpid(), SIGKILL);
+    }
     auto error = [&](ErrorCode code, std::string detail) { out.send(protocol::Error{r.id, code, std::move(detail)}); };
     if (r.slot >= static_cast<std::uint32_t>(options_.slots))
         return error(ErrorCode::BadRequest, "slot " + std::to_string(r.slot) + " is outside 0.." +
@@ -256,6 +265,10 @@ void Scheduler::finish(Active& a, bool length_limited, FrameSink& out) {
     out.send(protocol::Done{id, s});
     erase(id);  // `a` is gone from here on
     out.send(protocol::Stats{stats().dump()});
+    if (options_.fault_device_lost_after > 0 && requests_done_ == static_cast<std::uint64_t>(options_.fault_device_lost_after)) {
+        std::fprintf(stderr, "[serve] fault injection: reporting a lost device\n");
+        out.send(protocol::Event{R"j({"kind":"device_lost","detail":"fault injection (--fault-device-lost-after)"})j"});
+    }
 }
 
 void Scheduler::fail(Active& a, const std::string& why, FrameSink& out) {

@@ -32,6 +32,11 @@ struct ServeOptions {
     std::int64_t context = 4096;       // positions per slot
     std::int64_t prefill_chunk = 256;  // prompt tokens per round and request
     std::size_t pins = 4;              // pinned snapshots kept (LRU)
+    // Fault injection for the gateway's supervision tests (documented in docs/engine.md):
+    std::string fault_kill_once_file;  // if this file does not exist: create it, then die
+                                       // by SIGKILL on the first SUBMIT, before ACCEPT
+    int fault_device_lost_after = 0;   // after this many finished requests, report an
+                                       // EVENT device_lost (once)
 };
 
 class FrameSink {

@@ -1,0 +1,274 @@
+"""Black-box tests of build/inkling-gateway with a real engine on the demo model:
+supervision faults, audio end to end, admission, auth and guards, SIGTERM draining.
+
+    python3 tests/gateway/gateway_e2e.py BUILD
+
+Prints PASS/FAIL lines; exit status 1 if any check failed. Standard library only.
+"""
+import base64
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MODEL = os.path.join(BUILD, "demo-model")
+AUDIO = os.path.join(ROOT, "tests", "fixtures", "audio")
+failures = 0
+
+
+def report(name, ok, why=""):
+    global failures
+    print(("PASS " if ok else "FAIL ") + name + ("" if ok else ": " + str(why)), flush=True)
+    failures += not ok
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Gateway:
+    def __init__(self, *extra, slots=2, key=None):
+        self.port = free_port()
+        args = [os.path.join(BUILD, "inkling-gateway"), "--model", MODEL, "--port", str(self.port),
+                "--slots", str(slots), "--ctx", "1024", "--threads", "2"] + list(extra)
+        if key:
+            args += ["--api-key", key]
+        self.log = tempfile.NamedTemporaryFile(prefix="gateway-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        self.key = key
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                if self.request("GET", "/health")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("gateway did not become ready; log: " + open(self.log.name).read()[-2000:])
+
+    def request(self, method, path, body=None, headers=None, timeout=60):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        h = {"Content-Type": "application/json"}
+        if self.key:
+            h["Authorization"] = "Bearer " + self.key
+        h.update(headers or {})
+        c.request(method, path, body=json.dumps(body) if isinstance(body, dict) else body, headers=h)
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        return r.status, data, dict(r.getheaders())
+
+    def chat(self, content, **kw):
+        body = {"model": "demo-model", "messages": [{"role": "user", "content": content}], "max_tokens": 4}
+        body.update(kw)
+        return self.request("POST", "/v1/chat/completions", body)
+
+    def stats(self):
+        return json.loads(self.request("GET", "/v1/stats")[1])
+
+    def metric(self, name):
+        text = self.request("GET", "/metrics")[1].decode()
+        for line in text.splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        return None
+
+    def open_stream(self, max_tokens=800):
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=60)
+        body = json.dumps({"model": "demo-model", "stream": True, "max_tokens": max_tokens,
+                           "messages": [{"role": "user", "content": "tell me a long story"}]})
+        auth = f"Authorization: Bearer {self.key}\r\n" if self.key else ""
+        s.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                   f"{auth}Content-Length: {len(body)}\r\n\r\n{body}").encode())
+        return s
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def read_until(s, marker, timeout=60):
+    s.settimeout(timeout)
+    data = b""
+    while marker not in data:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def read_all(s, timeout=60):
+    s.settimeout(timeout)
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+
+
+def wav_part(path):
+    data = base64.b64encode(open(path, "rb").read()).decode()
+    return {"type": "input_audio", "input_audio": {"data": data, "format": "wav"}}
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="inkling-gw-")
+
+    # -- the engine dies before ACCEPT: the request is retried on the next engine ----------
+    g = Gateway("--engine-arg=--fault-kill-once-file", "--engine-arg=" + os.path.join(tmp, "killed"))
+    try:
+        status, body, _ = g.chat("hello")
+        report("engine killed before ACCEPT: the request still succeeds", status == 200, (status, body[:200]))
+        report("the transparent retry is counted", (g.metric("inkling_requests_retried_total") or 0) >= 1)
+        report("the restart is counted in /metrics", (g.metric("inkling_engine_restarts_total") or 0) >= 1)
+    finally:
+        g.stop()
+
+    g = Gateway(slots=1)
+    try:
+        # -- kill -9 mid-stream: an error event and [DONE], then the next request works ----
+        s = g.open_stream()
+        head = read_until(s, b'"content"')
+        pid = g.stats()["engine"]["pid"]
+        os.kill(pid, signal.SIGKILL)
+        saw_503 = False
+        for _ in range(50):
+            st = g.request("GET", "/health")[0]
+            if st == 503:
+                saw_503 = True
+                break
+            time.sleep(0.01)
+        rest = read_all(s)
+        s.close()
+        text = (head + rest).decode(errors="replace")
+        report("engine killed mid-stream: the stream ends with an error event and [DONE]",
+               '"error"' in text and text.rstrip().endswith("data: [DONE]"), text[-300:])
+        report("/health answers 503 while the engine restarts", saw_503)
+        status, _, _ = g.chat("after the crash")
+        report("after a mid-stream crash the next request succeeds", status == 200, status)
+
+        # -- the client goes away: CANCEL, and the slot is free again ---------------------
+        s = g.open_stream()
+        read_until(s, b'"content"')
+        s.close()
+        t0 = time.time()
+        status, _, _ = g.chat("next in line")
+        report("a client that hangs up frees its slot (CANCEL)", status == 200 and time.time() - t0 < 20, status)
+        report("the cancel is counted", (g.metric("inkling_client_cancels_total") or 0) >= 1)
+
+        # -- audio at any rate, mono and stereo, 16-bit and float ------------------------
+        wavs = sorted(f for f in os.listdir(AUDIO) if f.endswith(".wav"))
+        bad = []
+        for f in wavs:
+            st, body, _ = g.request("POST", "/v1/chat/completions", {
+                "model": "demo-model", "max_tokens": 2,
+                "messages": [{"role": "user", "content": [{"type": "text", "text": "what is said?"},
+                                                          wav_part(os.path.join(AUDIO, f))]}]})
+            if st != 200:
+                bad.append((f, st, body[:120]))
+        report(f"audio end to end: {len(wavs)} WAVs (rates, channels, encodings) answered", not bad and wavs, bad)
+        corpus = {
+            "not base64": "%%%%",
+            "not RIFF": base64.b64encode(b"hello world, not a wav file at all").decode(),
+            "truncated": base64.b64encode(open(os.path.join(AUDIO, wavs[0]), "rb").read()[:60]).decode(),
+            "empty": "",
+            "bad padding": "aGVsbG8===",
+        }
+        wrong = []
+        for name, data in corpus.items():
+            st, body, _ = g.request("POST", "/v1/chat/completions", {
+                "model": "demo-model",
+                "messages": [{"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": data, "format": "wav"}}]}]})
+            if st != 400 or b"input_audio" not in body:
+                wrong.append((name, st, body[:120]))
+        report("malformed audio is a 400 naming the part", not wrong, wrong)
+
+        # -- admission: a full queue is a 429 with Retry-After ------------------------------
+    finally:
+        g.stop()
+
+    g = Gateway("--max-queue", "0", slots=1)
+    try:
+        s = g.open_stream(max_tokens=900)
+        read_until(s, b'"content"')
+        st, body, headers = g.chat("one too many")
+        report("past the queue: 429 with Retry-After", st == 429 and "Retry-After" in headers, (st, body[:100]))
+        s.close()
+    finally:
+        g.stop()
+
+    # -- a faked device loss: the engine is restarted at a quiet moment --------------------
+    g = Gateway("--engine-arg=--fault-device-lost-after", "--engine-arg=1")
+    try:
+        st1, _, _ = g.chat("first")
+        deadline = time.time() + 30
+        while time.time() < deadline and (g.metric("inkling_engine_restarts_total") or 0) < 1:
+            time.sleep(0.1)
+        st2, _, _ = g.chat("second")
+        report("device lost: restart and device loss counted, requests continue",
+               st1 == 200 and st2 == 200 and (g.metric("inkling_device_losses_total") or 0) >= 1
+               and (g.metric("inkling_engine_restarts_total") or 0) >= 1,
+               (st1, st2, g.metric("inkling_device_losses_total"), g.metric("inkling_engine_restarts_total")))
+    finally:
+        g.stop()
+
+    # -- auth, guards --------------------------------------------------------------------
+    g = Gateway(key="s3cret")
+    try:
+        g.key = None
+        st_none = g.request("GET", "/v1/models")[0]
+        st_bearer = g.request("GET", "/v1/models", headers={"Authorization": "Bearer s3cret"})[0]
+        st_x = g.request("GET", "/v1/models", headers={"x-api-key": "s3cret"})[0]
+        st_wrong = g.request("GET", "/v1/models", headers={"Authorization": "Bearer s3cre"})[0]
+        st_health, health, _ = g.request("GET", "/health")
+        st_metrics = g.request("GET", "/metrics")[0]
+        report("API key: 401 without or with a wrong key, 200 with Bearer or x-api-key",
+               (st_none, st_bearer, st_x, st_wrong) == (401, 200, 200, 401), (st_none, st_bearer, st_x, st_wrong))
+        report("with a key, /health stays public but hides details and /metrics needs the key",
+               st_health == 200 and b"engine" not in health and st_metrics == 401, (st_health, health, st_metrics))
+        st_host = g.request("GET", "/health", headers={"Host": "evil.example"})[0]
+        report("a foreign Host header is refused (DNS rebinding guard)", st_host == 403, st_host)
+    finally:
+        g.stop()
+    r = subprocess.run([os.path.join(BUILD, "inkling-gateway"), "--model", MODEL, "--host", "0.0.0.0",
+                        "--port", str(free_port())], capture_output=True, text=True, timeout=30)
+    report("a non-loopback bind without a key is refused", r.returncode != 0 and "API key" in r.stderr,
+           (r.returncode, r.stderr[-200:]))
+
+    # -- SIGTERM drains: the stream in flight completes, then the gateway exits 0 -----------
+    g = Gateway()
+    s = g.open_stream(max_tokens=60)
+    read_until(s, b'"content"')
+    g.proc.send_signal(signal.SIGTERM)
+    rest = read_all(s).decode(errors="replace")
+    s.close()
+    try:
+        code = g.proc.wait(30)
+    except subprocess.TimeoutExpired:
+        g.proc.kill()
+        code = None
+    report("SIGTERM: the stream in flight finishes, then exit 0",
+           rest.rstrip().endswith("data: [DONE]") and '"error"' not in rest and code == 0, (code, rest[-200:]))
+
+    print(f"gateway e2e: {failures} failed", flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
