@@ -1,0 +1,153 @@
+// The gateway's pure logic: stop sequences with hold-back, the reasoning/content split of
+// streamed tokens, and OpenAI request validation.
+#include <doctest/doctest.h>
+
+#include "gateway/api_error.h"
+#include "gateway/openai_request.h"
+#include "gateway/output_splitter.h"
+#include "gateway/stop_filter.h"
+
+using namespace inkling::gateway;
+using nlohmann::json;
+
+namespace {
+std::string run_stop(std::vector<std::string> stops, const std::vector<std::string>& pieces, bool& stopped) {
+    StopFilter f(std::move(stops));
+    std::string out;
+    for (const auto& p : pieces) {
+        auto o = f.feed(p);
+        out += o.text;
+        if (o.stopped) {
+            stopped = true;
+            return out;
+        }
+    }
+    out += f.flush().text;
+    stopped = false;
+    return out;
+}
+
+GatewayLimits limits() {
+    GatewayLimits l;
+    l.model_id = "m";
+    l.max_tokens_cap = 100;
+    return l;
+}
+
+int status_of(const json& body, bool chat = true) {
+    try {
+        chat ? parse_chat_request(body, limits()) : parse_completion_request(body, limits());
+    } catch (const ApiError& e) {
+        return e.status;
+    }
+    return 200;
+}
+}  // namespace
+
+TEST_CASE("stop sequences: nothing of a stop sequence ever leaks, even split across pieces") {
+    bool stopped = false;
+    CHECK(run_stop({"END"}, {"abc E", "N", "D tail"}, stopped) == "abc ");
+    CHECK(stopped);
+    CHECK(run_stop({"END"}, {"abc E", "N", "x"}, stopped) == "abc ENx");
+    CHECK(!stopped);
+    CHECK(run_stop({"\n\n", "##"}, {"a\n", "b#", "#c"}, stopped) == "a\nb");
+    CHECK(stopped);
+    CHECK(run_stop({"aab"}, {"aaab"}, stopped) == "a");
+    CHECK(stopped);
+    // What is held back never reaches the client before it is decided.
+    StopFilter f({"STOP"});
+    CHECK(f.feed("xyzST").text == "xyz");
+    CHECK(f.feed("O").text == "");
+    CHECK(f.feed("x").text == "STOx");
+}
+
+TEST_CASE("the splitter routes reasoning and content by the model's channel markers") {
+    OutputSplitter s(false);
+    std::string content, reasoning;
+    for (std::string t : {"<|content_thinking|>", "Let", " me", "<|content_text|>", "Hi", "<|end_message|>",
+                          "<|content_model_end_sampling|>"}) {
+        auto o = s.feed(t);
+        content += o.content;
+        reasoning += o.reasoning;
+    }
+    CHECK(reasoning == "Let me");
+    CHECK(content == "Hi");
+    OutputSplitter direct(true);
+    CHECK(direct.feed("plain").content == "plain");
+}
+
+TEST_CASE("the splitter releases only whole UTF-8 characters and replaces invalid bytes") {
+    OutputSplitter s(true);
+    CHECK(s.feed("\xe2\x82").content.empty());  // first two bytes of €
+    CHECK(s.feed("\xac!").content == "\xe2\x82\xac!");
+    CHECK(s.feed("\xff").content == "\xef\xbf\xbd");
+    CHECK(s.feed("\xc3").content.empty());
+    CHECK(s.flush().content == "\xef\xbf\xbd");  // cut short at the end
+    CHECK(s.feed("\xed\xa0\x80").content == "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");  // a surrogate
+    CHECK(is_marker("<|audio_end|>"));
+    CHECK(!is_marker("<|not a marker|>"));
+    CHECK(!is_marker("<b>"));
+}
+
+TEST_CASE("chat requests render TMLv0 and validate every field") {
+    json ok = {{"model", "m"}, {"messages", {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hi"}}}}};
+    auto r = parse_chat_request(ok, limits());
+    CHECK(r.prompt ==
+          "<|message_system|><|content_text|>Be brief.<|end_message|>"
+          "<|message_system|><|content_text|>Thinking effort level: 0<|end_message|>"
+          "<|message_user|><|content_text|>Hi<|end_message|><|message_model|><|content_text|>");
+    CHECK(r.max_tokens == 100u);
+    CHECK(r.start_in_content);
+    json effort = ok;
+    effort["reasoning_effort"] = "high";
+    effort["max_completion_tokens"] = 7;
+    effort["max_tokens"] = 50;
+    auto e = parse_chat_request(effort, limits());
+    CHECK(!e.start_in_content);
+    CHECK(e.max_tokens == 7u);
+    CHECK(e.prompt.ends_with("<|message_model|>"));
+    // Every turn of one conversation maps to the same slot key; another conversation does not.
+    json later = ok;
+    later["messages"].push_back({{"role", "assistant"}, {"content", "Hello."}});
+    later["messages"].push_back({{"role", "user"}, {"content", "More?"}});
+    CHECK(parse_chat_request(later, limits()).affinity == r.affinity);
+    json other = ok;
+    other["messages"][1]["content"] = "Something else";
+    CHECK(parse_chat_request(other, limits()).affinity != r.affinity);
+    // Every bad field is a 4xx.
+    auto with = [&](const char* key, json v) {
+        json b = ok;
+        b[key] = v;
+        return status_of(b);
+    };
+    CHECK(with("model", "other") == 404);
+    CHECK(with("model", 3) == 400);
+    CHECK(with("n", 2) == 400);
+    CHECK(with("temperature", 2.5) == 400);
+    CHECK(with("temperature", "hot") == 400);
+    CHECK(with("top_p", 0) == 400);
+    CHECK(with("max_tokens", 0) == 400);
+    CHECK(with("max_tokens", "many") == 400);
+    CHECK(with("stop", json::array({"a", "b", "c", "d", "e"})) == 400);
+    CHECK(with("stop", "") == 400);
+    CHECK(with("stream", "yes") == 400);
+    CHECK(with("messages", json::array()) == 400);
+    CHECK(with("messages", json::array({{{"role", "wizard"}, {"content", "x"}}})) == 400);
+    CHECK(with("messages", json::array({{{"role", "user"}, {"content", 5}}})) == 400);
+    CHECK(with("tools", json::array({{{"type", "function"}}})) == 400);
+    CHECK(with("reasoning_effort", "extreme") == 400);
+    CHECK(with("frequency_penalty", 0.5) == 400);
+    CHECK(with("logprobs", true) == 400);
+    CHECK(status_of(json::array()) == 400);
+    CHECK(status_of({{"messages", ok["messages"]}}) == 400);
+}
+
+TEST_CASE("completion requests and base64") {
+    CHECK(parse_completion_request({{"model", "m"}, {"prompt", "abc"}}, limits()).prompt == "abc");
+    CHECK(status_of({{"model", "m"}, {"prompt", json::array({"a", "b"})}}, false) == 400);
+    CHECK(status_of({{"model", "m"}, {"prompt", ""}}, false) == 400);
+    CHECK(decode_base64("aGVsbG8=", "x") == "hello");
+    CHECK(decode_base64("aGVsbG8", "x") == "hello");
+    CHECK_THROWS_AS(decode_base64("aGV$bG8=", "x"), ApiError);
+    CHECK_THROWS_AS(decode_base64("aGVsbG8=x", "x"), ApiError);
+}
