@@ -21,3 +21,6 @@ for model in "$build/fixtures/base-release-bf16" "$mid"; do
     if [[ "$name" == mid ]]; then extra=(--sessions 1,2,4,8 --reuse-tokens 2000); fi
     "$build/inkling" bench --model "$model" --prompt-tokens 128 --decode-tokens 32 "${extra[@]}" >"$out/$name.json"
 done
+# Gateway overhead against talking to the engine directly (demo model).
+"$root/tools/make-tiny/ensure_demo.sh" "$build"
+python3 "$root/tools/bench/gateway_bench.py" "$build" "$build/demo-model" 200 >"$out/gateway.json"
