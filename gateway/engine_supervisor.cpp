@@ -2,10 +2,12 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 
 #include <boost/process.hpp>
+#include <boost/process/extend.hpp>
 
 #include "gateway/metrics.h"
 #include "protocol/frame_encode.h"
@@ -28,7 +30,10 @@ struct EngineSupervisor::Child {
     Child(asio::io_context& io, const std::vector<std::string>& argv)
         : in(io), out(io), wake_writer(io.get_executor()) {
         std::vector<std::string> args(argv.begin() + 1, argv.end());
-        process = bp::child(bp::exe = argv[0], bp::args = args, bp::std_in < in, bp::std_out > out);
+        // The engine gets its own process group: a Ctrl-C at the gateway's terminal drains
+        // through the gateway (which then closes the engine's stdin) instead of killing it.
+        process = bp::child(bp::exe = argv[0], bp::args = args, bp::std_in < in, bp::std_out > out,
+                            bp::extend::on_exec_setup = [](auto&) { ::setpgid(0, 0); });
     }
     bp::async_pipe in, out;
     bp::child process;

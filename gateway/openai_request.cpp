@@ -156,12 +156,34 @@ std::string decode_base64(const std::string& text, const std::string& param) {
     return out;
 }
 
+std::string encode_base64(std::string_view bytes) {
+    static const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    out.reserve((bytes.size() + 2) / 3 * 4);
+    std::size_t i = 0;
+    auto b = [&](std::size_t k) { return static_cast<unsigned>(static_cast<unsigned char>(bytes[k])); };
+    for (; i + 2 < bytes.size(); i += 3) {
+        unsigned v = b(i) << 16 | b(i + 1) << 8 | b(i + 2);
+        out += {a[v >> 18], a[(v >> 12) & 63], a[(v >> 6) & 63], a[v & 63]};
+    }
+    if (i + 1 == bytes.size()) {
+        unsigned v = b(i) << 16;
+        out += {a[v >> 18], a[(v >> 12) & 63], '=', '='};
+    } else if (i + 2 == bytes.size()) {
+        unsigned v = b(i) << 16 | b(i + 1) << 8;
+        out += {a[v >> 18], a[(v >> 12) & 63], a[(v >> 6) & 63], '='};
+    }
+    return out;
+}
+
 GenerationRequest parse_chat_request(const json& body, const GatewayLimits& limits) {
     GenerationRequest r;
     r.chat = true;
     common(body, limits, r);
-    if (const json* tools = field(body, "tools"); tools && tools->is_array() && !tools->empty())
-        throw bad_request("tools are not supported by Inkling serving", "tools");
+    if (const json* tools = field(body, "tools")) {
+        if (!tools->is_array()) throw bad_request("'tools' must be an array", "tools");
+        if (!tools->empty()) throw bad_request("tools are not supported by Inkling serving", "tools");
+    }
     double effort = 0.0;
     if (const json* e = field(body, "reasoning_effort")) {
         if (!e->is_string()) throw bad_request("'reasoning_effort' must be a string", "reasoning_effort");
@@ -190,7 +212,8 @@ GenerationRequest parse_chat_request(const json& body, const GatewayLimits& limi
         }
         const json* content = field(m, "content");
         if (!content) {
-            // null content (e.g. an assistant turn that only called tools) renders nothing
+            // Only an assistant turn may lack content (it rendered nothing, e.g. tool calls).
+            if (msg.role != tml::Role::Assistant) throw bad_request(p + ".content is required", p + ".content");
         } else if (content->is_string()) {
             msg.parts.push_back(tml::Part::text_part(content->get<std::string>()));
         } else if (content->is_array()) {

@@ -41,5 +41,7 @@ GenerationRequest parse_completion_request(const nlohmann::json& body, const Gat
 
 // Standard base64 (RFC 4648) with or without padding; throws ApiError naming `param`.
 std::string decode_base64(const std::string& text, const std::string& param);
+// Standard base64 with padding (coli sends WAV clips this way).
+std::string encode_base64(std::string_view bytes);
 
 }  // namespace inkling::gateway

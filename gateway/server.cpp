@@ -152,7 +152,7 @@ bool Server::authorized(const Request& req) const {
 
 bool Server::host_allowed(const Request& req) const {
     std::string host(req[http::field::host]);
-    if (host.empty()) return true;  // HTTP/1.0 clients
+    if (host.empty()) return req.version() < 11;  // HTTP/1.1 requires Host (RFC 9112 §3.2)
     // Strip the port (and IPv6 brackets).
     if (host.front() == '[') host = host.substr(1, host.find(']') - 1);
     else if (auto colon = host.rfind(':'); colon != std::string::npos) host = host.substr(0, colon);
@@ -214,6 +214,13 @@ awaitable<bool> Server::route(Connection& c, Request& req) {
     const auto method = req.method();
     std::optional<ApiError> failure;
     try {
+        if (req.count(http::field::host) > 1 || (req.version() >= 11 && req[http::field::host].empty())) {
+            const nlohmann::json bad = ApiError(400, "invalid_request_error", "exactly one Host header is required").body();
+            const std::string ep = "other";
+            req.keep_alive(false);
+            co_await write_json(c, req, 400, bad, ep);
+            co_return false;
+        }
         if (!host_allowed(req)) {
             const nlohmann::json forbidden = ApiError(403, "forbidden", "Host header not allowed").body();
             const std::string ep = "other";

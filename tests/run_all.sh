@@ -89,6 +89,8 @@ fi
 run_suite conformance-engine-ids "$build/protocol-conformance" --prompt "1 2 3 4 5" --keys ids=1 \
     --scratch "$log_dir" -- "$build/inkling" serve --model "$build/fixtures/base-hf-f32" --slots 1 --ctx 256 --threads 2
 run_suite gateway-e2e python3 "$root/tests/gateway/gateway_e2e.py" "$build"
+run_suite gateway-clients "$root/tests/gateway/run.sh" "$build"
+run_suite coli-e2e python3 "$root/tests/coli/coli_e2e.py" "$build"
 run_suite conformance-echo "$build/protocol-conformance" --scratch "$log_dir" -- "$build/echo-engine"
 run_suite conformance-echo-1slot "$build/protocol-conformance" --scratch "$log_dir" -- "$build/echo-engine" --slots 1
 

@@ -261,8 +261,16 @@
       controller = null;
       setBusy(false);
       reply.setAttribute('aria-busy', 'false');
-      // What the user saw is what the model said: keep it, even a partial reply.
-      history.push({ role: 'assistant', content });
+      if (content || reply.dataset.state === 'done') {
+        // What the user saw is what the model said: keep it, even a partial reply.
+        history.push({ role: 'assistant', content });
+      } else {
+        // Nothing came back (an error, or stopped before the first word): the turn is not
+        // part of the conversation; the next send starts from the turn before.
+        history.pop();
+        userEl.classList.add('dropped');
+        userEl.title = 'not part of the conversation: no reply';
+      }
       const secs = (performance.now() - started) / 1000;
       const parts = [];
       if (usage) {
@@ -362,7 +370,8 @@
     drawPhases(es.phases_ms);
   }
 
-  // Tier colours at full heat; heat 0 draws at HEAT_FLOOR of them (style.css legend matches).
+  // Tier colours at full heat; heat 0 draws at HEAT_FLOOR of them (style.css legend matches),
+  // brightness grows with the square root of heat (0..63).
   const TIER_RGB = [[132, 143, 165], [240, 170, 40], [60, 200, 110]];
   const TIER_NAME = ['disk', 'RAM', 'device'];
   const UNKNOWN_RGB = [200, 60, 200];
@@ -415,7 +424,8 @@
         const tier = b >> 6;
         const heat = b & 63;
         const base = TIER_RGB[tier] || UNKNOWN_RGB;
-        const f = HEAT_FLOOR + (1 - HEAT_FLOOR) * heat / 63;
+        // Square root: the engine's heat is mostly small numbers; this keeps them visible.
+        const f = HEAT_FLOOR + (1 - HEAT_FLOOR) * Math.sqrt(heat / 63);
         ctx.fillStyle = 'rgb(' + Math.round(base[0] * f) + ',' + Math.round(base[1] * f) + ',' + Math.round(base[2] * f) + ')';
         const x0 = Math.round(c * W / cols), x1 = Math.round((c + 1) * W / cols);
         ctx.fillRect(x0, y0, Math.max(1, x1 - x0 - gap), Math.max(1, y1 - y0 - gap));

@@ -13,7 +13,7 @@
 #include <random>
 #include <thread>
 
-#include "conformance/engine_process.h"
+#include "protocol/engine_process.h"
 #include "protocol/fields.h"
 #include "protocol/frame_encode.h"
 #include "protocol/frames.h"
@@ -22,6 +22,7 @@ namespace conformance {
 namespace {
 
 namespace proto = inkling::protocol;
+using proto::EngineProcess;
 using namespace std::chrono_literals;
 
 // What one request produced, in order.

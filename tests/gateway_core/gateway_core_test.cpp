@@ -147,6 +147,9 @@ TEST_CASE("completion requests and base64") {
     CHECK(status_of({{"model", "m"}, {"prompt", json::array({"a", "b"})}}, false) == 400);
     CHECK(status_of({{"model", "m"}, {"prompt", ""}}, false) == 400);
     CHECK(decode_base64("aGVsbG8=", "x") == "hello");
+    for (const std::string& s : std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)})
+        CHECK(decode_base64(encode_base64(s), "x") == s);
+    CHECK(encode_base64("hello") == "aGVsbG8=");
     CHECK(decode_base64("aGVsbG8", "x") == "hello");
     CHECK_THROWS_AS(decode_base64("aGV$bG8=", "x"), ApiError);
     CHECK_THROWS_AS(decode_base64("aGVsbG8=x", "x"), ApiError);

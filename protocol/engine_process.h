@@ -1,5 +1,6 @@
-// An engine child on real pipes, seen from the client side: raw bytes out of its stdout
-// are kept (for byte-level checks) and parsed with the protocol library's reader.
+// An engine child on real pipes, seen from the client side (the conformance suite, coli's
+// private engine): raw bytes out of its stdout are kept (for byte-level checks) and
+// parsed with the protocol library's reader; its stderr goes to a file for diagnostics.
 #pragma once
 
 #include <sys/types.h>
@@ -12,7 +13,7 @@
 
 #include "protocol/frame_reader.h"
 
-namespace conformance {
+namespace inkling::protocol {
 
 class EngineProcess {
 public:
@@ -27,7 +28,7 @@ public:
     void signal(int sig);
 
     // The next frame or problem, waiting up to `timeout`; nullopt on timeout or EOF.
-    std::optional<inkling::protocol::ReadItem> next(std::chrono::milliseconds timeout);
+    std::optional<ReadItem> next(std::chrono::milliseconds timeout);
     // Reads until EOF or timeout; returns true at EOF.
     bool drain_to_eof(std::chrono::milliseconds timeout);
 
@@ -35,8 +36,11 @@ public:
     std::optional<int> wait_exit(std::chrono::milliseconds timeout);
 
     const std::string& raw_stdout() const { return raw_; }
+    void keep_raw_stdout(bool keep) { keep_raw_ = keep; }  // off for long sessions
     std::string stderr_tail(std::size_t lines = 8) const;
     bool stdout_eof() const { return eof_; }
+    long pid() const { return static_cast<long>(pid_); }
+    int stdout_fd() const { return out_fd_; }
 
 private:
     bool read_some(std::chrono::milliseconds timeout);
@@ -48,7 +52,8 @@ private:
     std::optional<int> status_;
     std::string stderr_path_;
     std::string raw_;
-    inkling::protocol::FrameReader reader_{inkling::protocol::Direction::FromEngine};
+    bool keep_raw_ = true;
+    FrameReader reader_{Direction::FromEngine};
 };
 
-}  // namespace conformance
+}  // namespace inkling::protocol

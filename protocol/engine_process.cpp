@@ -1,4 +1,4 @@
-#include "conformance/engine_process.h"
+#include "protocol/engine_process.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <thread>
 
-namespace conformance {
+namespace inkling::protocol {
 
 using Clock = std::chrono::steady_clock;
 
@@ -24,6 +24,9 @@ EngineProcess::EngineProcess(const std::vector<std::string>& argv, std::string s
     pid_ = fork();
     if (pid_ < 0) throw std::runtime_error("fork failed");
     if (pid_ == 0) {
+        // Its own process group: a Ctrl-C meant for the client (coli) must not kill the
+        // engine; the client decides (STOP) what the keypress means.
+        setpgid(0, 0);
         dup2(to_child[0], STDIN_FILENO);
         dup2(from_child[1], STDOUT_FILENO);
         int err = open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -81,12 +84,12 @@ bool EngineProcess::read_some(std::chrono::milliseconds timeout) {
         reader_.finish();
         return true;
     }
-    raw_.append(buf, static_cast<std::size_t>(n));
+    if (keep_raw_) raw_.append(buf, static_cast<std::size_t>(n));
     reader_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
     return true;
 }
 
-std::optional<inkling::protocol::ReadItem> EngineProcess::next(std::chrono::milliseconds timeout) {
+std::optional<ReadItem> EngineProcess::next(std::chrono::milliseconds timeout) {
     auto deadline = Clock::now() + timeout;
     while (true) {
         if (auto item = reader_.next()) return item;
@@ -137,4 +140,4 @@ std::string EngineProcess::stderr_tail(std::size_t lines) const {
     return out.str();
 }
 
-}  // namespace conformance
+}  // namespace inkling::protocol

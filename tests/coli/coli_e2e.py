@@ -1,0 +1,144 @@
+"""Black-box tests of build/coli: scripted sessions through a pipe in both modes (private
+engine and attached to a gateway), one-shot run, audio, an engine killed mid-turn, and
+an interactive session under tmux (streaming, Ctrl-C, :reset).
+
+    python3 tests/coli/coli_e2e.py BUILD
+"""
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COLI = os.path.join(BUILD, "coli")
+MODEL = os.path.join(BUILD, "demo-model")
+WAV = os.path.join(ROOT, "tests", "fixtures", "audio", "speech_16k_mono_s16.wav")
+failures = 0
+
+
+def report(name, ok, why=""):
+    global failures
+    print(("PASS " if ok else "FAIL ") + name + ("" if ok else ": " + str(why)[-600:]), flush=True)
+    failures += not ok
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def session(args, script, timeout=120):
+    p = subprocess.run([COLI] + args, input=script, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def footers(text):
+    return re.findall(r"\[(\d+) tokens, [\d.]+ tok/s, first token \d+ ms", text)
+
+
+def main():
+    unused = f"http://127.0.0.1:{free_port()}"
+    # -- private engine, scripted through a pipe ------------------------------------------
+    rc, out, err = session(["chat", "--attach", unused, "--model", MODEL, "--max-tokens", "6"],
+                           "Hello there\n:reset\nSecond question\n:bogus\n:q\n")
+    report("private engine: a scripted session answers each turn with a footer",
+           rc == 0 and "private engine" in out and len(footers(out)) == 2 and "[new conversation]" in out
+           and "unknown command :bogus" in out, (rc, out, err))
+    rc, out, err = session(["chat", "--no-attach", "--model", MODEL, "--max-tokens", "4", "--temperature", "0"],
+                           "one\ntwo\nthree\n:q\n")
+    reused = [int(n) for n in re.findall(r"reused (\d+) of", out)]
+    report("private engine: follow-up turns reuse the conversation's prefix in the engine",
+           rc == 0 and len(reused) == 3 and reused[0] == 0 and reused[1] > 0 and reused[2] > reused[1], (reused, out))
+    rc, out, err = session(["chat", "--no-attach", "--model", MODEL, "--max-tokens", "3"],
+                           f":audio {WAV}\nwhat is said?\n:audio /nonexistent.wav\n:q\n")
+    report("private engine: :audio sends a clip with the next message",
+           rc == 0 and "audio frames from" in out and len(footers(out)) == 1 and "error:" in out, (out, err))
+    rc, out, err = session(["run", "Say something", "--no-attach", "--model", MODEL, "--max-tokens", "5"], "")
+    report("coli run: one answer, exit 0", rc == 0 and len(out.strip()) > 0, (rc, out, err))
+    rc, out, err = session(["run", "x", "--attach", unused], "")
+    report("coli run with neither gateway nor model: a clear error", rc != 0 and "no ready gateway" in err, (rc, err))
+
+    # -- attached to a gateway -------------------------------------------------------------
+    port = free_port()
+    gw = subprocess.Popen([os.path.join(BUILD, "inkling-gateway"), "--model", MODEL, "--port", str(port), "--slots", "2",
+                           "--ctx", "1024", "--threads", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.2)
+        for _ in range(300):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        time.sleep(1.0)
+        rc, out, err = session(["chat", "--attach", f"http://127.0.0.1:{port}", "--max-tokens", "6"],
+                               f"Hello\n:audio {WAV}\nAnd this?\n:stats\n:q\n")
+        report("attached: a scripted session streams through the gateway, audio included",
+               rc == 0 and f"gateway http://127.0.0.1:{port}" in out and len(footers(out)) == 2
+               and '"gateway"' in out, (rc, out, err))
+    finally:
+        gw.terminate()
+        gw.wait()
+
+    # -- the engine dies mid-turn: a clear message, no hang ---------------------------------
+    p = subprocess.Popen([COLI, "chat", "--no-attach", "--model", MODEL, "--max-tokens", "100000", "--ctx", "100000"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p.stdin.write("tell me everything\n")
+    p.stdin.flush()
+    time.sleep(1.5)
+    kids = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()
+    for k in kids:
+        os.kill(int(k), signal.SIGKILL)
+    try:
+        out, err = p.communicate(":q\n", timeout=30)
+        ok = bool(kids) and "killed by signal 9" in out
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err, ok = "(hung)", "", False
+    report("engine killed mid-turn: coli says so and does not hang", ok, (kids, out[-400:], err[-200:]))
+
+    # -- interactive, under tmux -----------------------------------------------------------
+    sess = f"coli-test-{os.getpid()}"
+    tmux = lambda *a: subprocess.run(["tmux", *a], capture_output=True, text=True)
+    tmux("new-session", "-d", "-s", sess, "-x", "160", "-y", "50",
+         f"{COLI} chat --no-attach --model {MODEL} --max-tokens 3000 --ctx 4096; sleep 30")
+    try:
+        def pane():
+            return tmux("capture-pane", "-p", "-t", sess, "-S", "-200").stdout
+
+        def wait_for(pattern, seconds=30):
+            deadline = time.time() + seconds
+            while time.time() < deadline:
+                text = pane()
+                if re.search(pattern, text):
+                    return text
+                time.sleep(0.1)
+            return None
+
+        started = wait_for(r"you>") is not None
+        tmux("send-keys", "-t", sess, "Hello from tmux", "Enter")
+        time.sleep(1.0)
+        mid = pane()
+        streaming = "Hello from tmux" in mid and "tokens," not in mid.split("Hello from tmux")[-1]
+        tmux("send-keys", "-t", sess, "C-c")
+        stopped = wait_for(r"tokens, .*stopped\]")
+        tmux("send-keys", "-t", sess, ":reset", "Enter")
+        reset = wait_for(r"\[new conversation\]")
+        tmux("send-keys", "-t", sess, ":q", "Enter")
+        report("tmux: the prompt appears and the answer streams before its footer", started and streaming, mid[-500:])
+        report("tmux: Ctrl-C stops the answer (footer says stopped)", stopped is not None, pane()[-500:])
+        report("tmux: :reset starts a new conversation", reset is not None, pane()[-300:])
+    finally:
+        tmux("kill-session", "-t", sess)
+
+    print(f"coli e2e: {failures} failed", flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# Black-box tests of build/inkling-gateway on the demo model: the official openai client, a
+# corpus of malformed HTTP requests, the web UI in headless Chromium, a bounded load test, and
+# engine faults (kill -9 mid-stream, restart). Prints the suites' PASS/FAIL lines, then one
+# summary line; exits non-zero when anything failed. Every wait has a deadline.
+#
+#   tests/gateway/run.sh BUILD            e.g. tests/gateway/run.sh build
+#   tests/gateway/run.sh BUILD --mock     against tests/gateway/mock_gateway.mjs (no C++ needed)
+#
+# Needs node + npm (npm registry on the first run), Debian's chromium for the web UI suite.
+# Logs: BUILD/test-logs/gateway-tests-*.log (one per suite, and the gateway's own); the web UI
+# screenshot: BUILD/gateway-web-ui.png.
+# Environment:
+#   INKLING_GATEWAY_BODY_CAP   the request body cap given to the gateway (--max-body), in bytes (8 MiB)
+#   INKLING_GATEWAY_SLOW_LIMIT seconds within which a stalled request must be cut off (default 40)
+#   INKLING_GATEWAY_SUITES     suites to run, space-separated (default: openai corpus web load faults)
+set -uo pipefail
+build="${1:?usage: tests/gateway/run.sh BUILD [--mock]}"
+mode="${2:-}"
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+build="$(cd "$build" 2>/dev/null && pwd)" || { echo "FAIL gateway-tests/build: no folder '$1'"; echo "gateway-tests: 0 passed, 1 failed"; exit 1; }
+log_dir="$build/test-logs"
+mkdir -p "$log_dir"
+gateway_log="$log_dir/gateway-tests-gateway.log"
+suites="${INKLING_GATEWAY_SUITES:-openai corpus web load faults}"
+body_cap="${INKLING_GATEWAY_BODY_CAP:-8388608}"
+slow_limit="${INKLING_GATEWAY_SLOW_LIMIT:-40}"
+passed=0
+failed=0
+gw_pid=""
+
+say() { echo "gateway-tests: $*"; }
+# The HTTP status of GET URL (0 when there is no answer within TIMEOUT seconds). node, not curl:
+# node is needed anyway, curl is not in tools/deps.
+http_status() {
+    node -e 'fetch(process.argv[1], { signal: AbortSignal.timeout(process.argv[2] * 1000) })
+        .then((r) => console.log(r.status), () => console.log(0))' "$1" "${2:-2}"
+}
+fail_line() { echo "FAIL $1: $2"; failed=$((failed + 1)); }
+finish() {
+    stop_gateway
+    say "$passed passed, $failed failed"
+    [[ $failed -eq 0 ]]
+    exit
+}
+stop_gateway() {
+    [[ -n "$gw_pid" ]] || return 0
+    if kill -0 "$gw_pid" 2>/dev/null; then
+        kill -TERM "$gw_pid" 2>/dev/null
+        for _ in $(seq 1 100); do kill -0 "$gw_pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$gw_pid" 2>/dev/null
+    fi
+    wait "$gw_pid" 2>/dev/null
+    gw_pid=""
+}
+trap 'stop_gateway' EXIT
+trap 'stop_gateway; exit 130' INT TERM
+
+# ------------------------------------------------------------------ prerequisites
+if ! timeout 600 "$here/install.sh" >"$log_dir/gateway-tests-npm.log" 2>&1; then
+    fail_line gateway-tests/npm-install "tests/gateway/install.sh failed; see $log_dir/gateway-tests-npm.log"
+    tail -5 "$log_dir/gateway-tests-npm.log"
+    finish
+fi
+if [[ "$mode" != "--mock" ]]; then
+    if ! timeout 900 "$root/tools/make-tiny/ensure_demo.sh" "$build" >"$log_dir/gateway-tests-demo-model.log" 2>&1; then
+        fail_line gateway-tests/demo-model "tools/make-tiny/ensure_demo.sh failed; see $log_dir/gateway-tests-demo-model.log"
+        finish
+    fi
+    for bin in inkling-gateway inkling; do
+        if [[ ! -x "$build/$bin" ]]; then
+            fail_line gateway-tests/binaries "$build/$bin is not built"
+            finish
+        fi
+    done
+fi
+
+# ------------------------------------------------------------------ start the gateway
+port="$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
+key="gw-test-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+base="http://127.0.0.1:$port"
+if [[ "$mode" == "--mock" ]]; then
+    node "$here/mock_gateway.mjs" --port "$port" --api-key "$key" --slots 2 --max-queue 4 --body-cap "$body_cap" \
+        >"$gateway_log" 2>&1 &
+else
+    "$build/inkling-gateway" --model "$build/demo-model" --engine "$build/inkling" --host 127.0.0.1 --port "$port" \
+        --slots 2 --max-queue 4 --api-key "$key" --max-body "$body_cap" --threads 1 >"$gateway_log" 2>&1 &
+fi
+gw_pid=$!
+ready=0
+deadline=$((SECONDS + 120))
+while [[ $SECONDS -lt $deadline ]]; do
+    if ! kill -0 "$gw_pid" 2>/dev/null; then break; fi
+    if [[ "$(http_status "$base/health" 2)" == "200" ]]; then ready=1; break; fi
+    sleep 0.2
+done
+if [[ $ready -ne 1 ]]; then
+    if kill -0 "$gw_pid" 2>/dev/null; then why="/health not 200 within 120 s"; else why="the gateway exited"; fi
+    fail_line gateway-tests/start "$why; see $gateway_log"
+    tail -20 "$gateway_log"
+    finish
+fi
+say "gateway pid $gw_pid on $base"
+
+# ------------------------------------------------------------------ suites
+# Runs one node suite with a deadline; its PASS/FAIL lines go to stdout and its log.
+run_node() {
+    local name="$1" limit="$2"
+    shift 2
+    local log="$log_dir/gateway-tests-$name.log"
+    (cd "$here" && timeout -k 10 "$limit" node "$@" --base "$base" --api-key "$key") >"$log" 2>&1
+    local rc=$?
+    grep -E '^(PASS|FAIL) ' "$log"
+    local p f
+    p="$(grep -c '^PASS ' "$log")"
+    f="$(grep -c '^FAIL ' "$log")"
+    if [[ $rc -eq 124 || $rc -eq 137 ]]; then
+        echo "FAIL gateway-tests/$name: killed after $limit s; see $log"
+        f=$((f + 1))
+    elif [[ $rc -ne 0 && $f -eq 0 ]]; then
+        echo "FAIL gateway-tests/$name: exit status $rc without a FAIL line; see $log"
+        tail -5 "$log"
+        f=$((f + 1))
+    fi
+    passed=$((passed + p))
+    failed=$((failed + f))
+    # A suite must leave the gateway healthy for the next one.
+    if [[ "$(http_status "$base/health" 5)" != "200" ]]; then
+        sleep 5
+        if [[ "$(http_status "$base/health" 5)" != "200" ]]; then
+            fail_line "gateway-tests/$name-left-gateway-healthy" "/health is not 200 after the suite"
+        fi
+    fi
+}
+
+for suite in $suites; do
+    case "$suite" in
+        openai) run_node openai 300 openai_client.test.mjs ;;
+        corpus) run_node corpus 600 http_corpus.test.mjs --body-cap "$body_cap" --slow-limit "$slow_limit" ;;
+        web)    run_node web 300 web_ui.test.mjs --screenshot "$build/gateway-web-ui.png" ;;
+        load)   run_node load 420 load.test.mjs ;;
+        faults) run_node faults 300 openai_client.test.mjs --faults ;;
+        *)      fail_line gateway-tests/suites "unknown suite '$suite'" ;;
+    esac
+done
+
+# ------------------------------------------------------------------ SIGTERM: drain and exit 0
+if [[ "$mode" != "--mock" ]]; then
+    engine_pid="$(node -e 'fetch(process.argv[1], { headers: { Authorization: "Bearer " + process.argv[2] }, signal: AbortSignal.timeout(5000) })
+        .then((r) => r.json()).then((j) => console.log(j.engine.pid), () => console.log(""))' "$base/v1/stats" "$key")"
+    kill -TERM "$gw_pid" 2>/dev/null
+    exited=0
+    for _ in $(seq 1 300); do kill -0 "$gw_pid" 2>/dev/null || { exited=1; break; }; sleep 0.1; done
+    if [[ $exited -eq 1 ]]; then
+        wait "$gw_pid"
+        rc=$?
+        gw_pid=""
+        if [[ $rc -eq 0 ]]; then echo "PASS gateway-tests/sigterm-exits-0"; passed=$((passed + 1));
+        else fail_line gateway-tests/sigterm-exits-0 "exit status $rc"; fi
+        engine_gone=1
+        if [[ -n "$engine_pid" ]]; then
+            for _ in $(seq 1 50); do kill -0 "$engine_pid" 2>/dev/null || break; sleep 0.1; done
+            kill -0 "$engine_pid" 2>/dev/null && engine_gone=0
+        fi
+        if [[ $engine_gone -eq 1 ]]; then echo "PASS gateway-tests/sigterm-stops-engine"; passed=$((passed + 1));
+        else fail_line gateway-tests/sigterm-stops-engine "engine pid $engine_pid still runs after the gateway exited"; kill -KILL "$engine_pid" 2>/dev/null; fi
+    else
+        fail_line gateway-tests/sigterm-exits-0 "still running 30 s after SIGTERM"
+    fi
+fi
+finish

@@ -1,0 +1,283 @@
+// build/coli — the terminal chat front end.
+//
+//   coli chat [--attach URL] [--no-attach] [--model DIR] [--effort LEVEL] [--temperature T] …
+//   coli run "prompt" [same options]            one answer, then exit
+//   coli serve [gateway options]                the gateway in the foreground
+//
+// chat and run first look for a gateway at --attach (default http://127.0.0.1:8000,
+// /health then /v1/models, 1.5 s each); without one they start a private engine on
+// --model and speak the wire protocol to it directly.
+#include <signal.h>
+#include <unistd.h>
+
+#include <editline/readline.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <cxxopts.hpp>
+
+#include "protocol/audio/audio_error.h"
+#include "protocol/audio/dmel.h"
+#include "protocol/binary_stdio.h"
+#include "tools/coli/attached.h"
+#include "tools/coli/private_engine.h"
+
+namespace fs = std::filesystem;
+namespace tml = inkling::protocol::tml;
+using namespace coli;
+
+namespace {
+
+volatile sig_atomic_t g_interrupts = 0;  // Ctrl-C presses since the last prompt
+void on_sigint(int) { g_interrupts = g_interrupts + 1; }
+
+std::string sibling(const std::string& name) {
+    std::error_code ec;
+    auto self = fs::read_symlink("/proc/self/exe", ec);
+    return ec ? name : (self.parent_path() / name).string();
+}
+
+struct Style {
+    bool tty;
+    std::string dim() const { return tty ? "\x1b[2m" : ""; }
+    std::string bold() const { return tty ? "\x1b[1m" : ""; }
+    std::string reset() const { return tty ? "\x1b[0m" : ""; }
+};
+
+std::unique_ptr<Backend> connect(const cxxopts::ParseResult& args, std::string& how) {
+    const std::string url_text = args["attach"].as<std::string>();
+    const std::string key = args.count("api-key") ? args["api-key"].as<std::string>() : "";
+    if (!args["no-attach"].as<bool>()) {
+        auto url = parse_url(url_text);
+        if (!url) throw std::runtime_error("--attach: '" + url_text + "' is not an http://host:port URL");
+        if (auto model = Attached::probe(*url, key, 1500)) {
+            how = "attached to " + url_text;
+            return std::make_unique<Attached>(*url, key, *model);
+        }
+        if (args.count("attach") && !args.count("model"))
+            throw std::runtime_error("no ready gateway answers at " + url_text);
+    }
+    if (!args.count("model"))
+        throw std::runtime_error("no gateway at " + url_text + " and no --model DIR for a private engine");
+    how = "private engine";
+    return std::make_unique<PrivateEngine>(args["engine"].as<std::string>(), args["model"].as<std::string>(),
+                                           args["ctx"].as<int>());
+}
+
+Clip load_clip(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error(path + ": cannot open");
+    Clip c;
+    c.name = path;
+    c.wav.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    auto enc = inkling::protocol::audio::encode_wav_to_dmel(
+        std::span(reinterpret_cast<const std::uint8_t*>(c.wav.data()), c.wav.size()));
+    c.dmel = std::move(enc.frames);
+    c.frames = enc.n_frames;
+    if (c.frames == 0) throw std::runtime_error(path + ": the clip is empty");
+    return c;
+}
+
+// One turn: stream the answer, then the footer. Returns false when the turn failed.
+bool answer(Backend& b, std::vector<tml::Message>& history, std::vector<Clip>& clips, const TurnSettings& ts,
+            const Style& st, bool footer) {
+    bool in_reasoning = false;
+    Output out;
+    out.reasoning = [&](const std::string& t) {
+        if (!in_reasoning) std::cout << st.dim() << (st.tty ? "" : "[thinking] ");
+        in_reasoning = true;
+        std::cout << t << std::flush;
+    };
+    out.content = [&](const std::string& t) {
+        if (in_reasoning) std::cout << st.reset() << "\n";
+        in_reasoning = false;
+        std::cout << t << std::flush;
+    };
+    g_interrupts = 0;
+    TurnResult r = b.turn(history, clips, ts, out, [] { return g_interrupts > 0; });
+    if (in_reasoning) std::cout << st.reset();
+    std::cout << "\n";
+    clips.clear();
+    if (!r.error.empty()) {
+        std::cout << st.bold() << "error: " << st.reset() << r.error << "\n";
+        history.pop_back();  // the turn did not happen
+        return false;
+    }
+    tml::Message reply{tml::Role::Assistant, {}, {}};
+    reply.parts.push_back(tml::Part::text_part(r.content));
+    history.push_back(std::move(reply));
+    if (footer) {
+        char line[256];
+        const double tps = r.seconds > r.ttft_seconds && r.completion_tokens > 1
+                               ? (r.completion_tokens - 1) / (r.seconds - r.ttft_seconds) : 0.0;
+        std::snprintf(line, sizeof line, "[%ld tokens, %.1f tok/s, first token %.0f ms", r.completion_tokens, tps,
+                      r.ttft_seconds * 1000);
+        std::string f = line;
+        if (r.cache_hit_pct >= 0) f += ", cache hit " + std::to_string(static_cast<int>(r.cache_hit_pct)) + "%";
+        if (r.reused_tokens >= 0) f += ", reused " + std::to_string(r.reused_tokens) + " of " + std::to_string(r.prompt_tokens) + " prompt tokens";
+        if (r.stopped) f += ", stopped";
+        else if (r.length_limited) f += ", length limit";
+        std::cout << st.dim() << f << "]" << st.reset() << "\n";
+    }
+    return true;
+}
+
+const char* kHelp =
+    "  :reset        start a new conversation\n"
+    "  :audio F.wav  send this clip with the next message\n"
+    "  :stats        engine statistics\n"
+    "  :help         this help\n"
+    "  :q            quit (also Ctrl-D)\n"
+    "  Ctrl-C        stop the current answer; twice quits\n";
+
+int chat(Backend& b, const TurnSettings& ts, const Style& st, const std::string& system) {
+    std::vector<tml::Message> history;
+    auto reset = [&] {
+        history.clear();
+        if (!system.empty()) history.push_back({tml::Role::System, {tml::Part::text_part(system)}, {}});
+    };
+    reset();
+    std::vector<Clip> clips;
+    const bool tty_in = isatty(STDIN_FILENO);
+    if (tty_in) using_history();
+    while (true) {
+        std::string line;
+        if (tty_in) {
+            char* l = readline(clips.empty() ? "you> " : "you (+audio)> ");
+            if (!l) break;  // Ctrl-D
+            line = l;
+            if (!line.empty()) add_history(l);
+            free(l);
+        } else {
+            if (!std::getline(std::cin, line)) break;
+        }
+        if (g_interrupts > 1) break;
+        g_interrupts = 0;
+        if (line.empty()) continue;
+        if (line == ":q" || line == ":quit") break;
+        if (line == ":help") {
+            std::cout << kHelp;
+            continue;
+        }
+        if (line == ":reset") {
+            reset();
+            clips.clear();
+            std::cout << st.dim() << "[new conversation]" << st.reset() << "\n";
+            continue;
+        }
+        if (line == ":stats") {
+            std::cout << b.stats() << "\n";
+            continue;
+        }
+        if (line.starts_with(":audio ")) {
+            try {
+                clips.push_back(load_clip(line.substr(7)));
+                std::cout << st.dim() << "[" << clips.back().frames << " audio frames from " << clips.back().name
+                          << " go with your next message]" << st.reset() << "\n";
+            } catch (const std::exception& e) {
+                std::cout << "error: " << e.what() << "\n";
+            }
+            continue;
+        }
+        if (line.starts_with(":")) {
+            std::cout << "unknown command " << line << "; :help lists them\n";
+            continue;
+        }
+        tml::Message user{tml::Role::User, {tml::Part::text_part(line)}, {}};
+        for (const auto& c : clips) user.parts.push_back(tml::Part::audio(c.frames));
+        history.push_back(std::move(user));
+        if (!tty_in) std::cout << "assistant: ";
+        answer(b, history, clips, ts, st, true);
+        if (g_interrupts > 1) break;
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    inkling::protocol::init_binary_stdio();
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    cxxopts::Options options("coli", "Chat with an Inkling model.\n  coli chat [options]\n  coli run \"prompt\" [options]\n  coli serve [gateway options]");
+    options.allow_unrecognised_options();
+    options.add_options()
+        ("command", "chat | run | serve", cxxopts::value<std::string>())
+        ("prompt", "the prompt for run", cxxopts::value<std::string>())
+        ("attach", "gateway URL", cxxopts::value<std::string>()->default_value("http://127.0.0.1:8000"))
+        ("no-attach", "never use a gateway: always a private engine", cxxopts::value<bool>()->default_value("false"))
+        ("api-key", "API key for the gateway", cxxopts::value<std::string>())
+        ("model", "model directory for a private engine", cxxopts::value<std::string>())
+        ("engine", "engine binary", cxxopts::value<std::string>()->default_value(sibling("inkling")))
+        ("ctx", "context for a private engine", cxxopts::value<int>()->default_value("4096"))
+        ("effort", "thinking effort: none, minimal, low, medium, high, xhigh", cxxopts::value<std::string>()->default_value("none"))
+        ("temperature", "sampling temperature", cxxopts::value<double>()->default_value("0.7"))
+        ("top-p", "nucleus mass", cxxopts::value<double>()->default_value("1"))
+        ("max-tokens", "tokens per answer", cxxopts::value<int>()->default_value("1024"))
+        ("system", "a system message", cxxopts::value<std::string>()->default_value(""))
+        ("audio", "run: a WAV clip to send with the prompt", cxxopts::value<std::string>())
+        ("h,help", "this help");
+    options.parse_positional({"command", "prompt"});
+    try {
+        auto args = options.parse(argc, argv);
+        if (args.count("help") || !args.count("command")) {
+            std::cout << options.help() << "\n";
+            return args.count("help") ? 0 : 2;
+        }
+        const std::string cmd = args["command"].as<std::string>();
+        if (cmd == "serve") {
+            // The gateway in the foreground, with every argument after "serve".
+            std::vector<std::string> gw{sibling("inkling-gateway")};
+            bool after = false;
+            for (int i = 1; i < argc; ++i) {
+                if (after) gw.push_back(argv[i]);
+                if (std::string(argv[i]) == "serve") after = true;
+            }
+            std::vector<char*> cargv;
+            for (auto& s : gw) cargv.push_back(s.data());
+            cargv.push_back(nullptr);
+            execv(cargv[0], cargv.data());
+            throw std::runtime_error("cannot start " + gw[0]);
+        }
+        if (cmd != "chat" && cmd != "run") throw std::runtime_error("unknown command '" + cmd + "' (chat, run, serve)");
+        TurnSettings ts;
+        auto effort = tml::effort_for_level(args["effort"].as<std::string>());
+        if (!effort) throw std::runtime_error("--effort: unknown level " + args["effort"].as<std::string>());
+        ts.effort = *effort;
+        ts.temperature = args["temperature"].as<double>();
+        ts.top_p = args["top-p"].as<double>();
+        ts.max_tokens = args["max-tokens"].as<int>();
+        struct sigaction sa {};
+        sa.sa_handler = on_sigint;
+        sigaction(SIGINT, &sa, nullptr);
+        const Style st{static_cast<bool>(isatty(STDOUT_FILENO))};
+        std::string how;
+        auto backend = connect(args, how);
+        if (cmd == "run") {
+            if (!args.count("prompt")) throw std::runtime_error("coli run \"prompt\": the prompt is missing");
+            std::vector<tml::Message> history;
+            const std::string system = args["system"].as<std::string>();
+            if (!system.empty()) history.push_back({tml::Role::System, {tml::Part::text_part(system)}, {}});
+            std::vector<Clip> clips;
+            if (args.count("audio")) clips.push_back(load_clip(args["audio"].as<std::string>()));
+            tml::Message user{tml::Role::User, {tml::Part::text_part(args["prompt"].as<std::string>())}, {}};
+            for (const auto& c : clips) user.parts.push_back(tml::Part::audio(c.frames));
+            history.push_back(std::move(user));
+            return answer(*backend, history, clips, ts, st, st.tty) ? 0 : 1;
+        }
+        std::cout << st.dim() << "coli: " << backend->describe() << " — :help for commands" << st.reset() << "\n";
+        return chat(*backend, ts, st, args["system"].as<std::string>());
+    } catch (const cxxopts::exceptions::exception& e) {
+        std::fprintf(stderr, "coli: %s\n", e.what());
+        return 2;
+    } catch (const inkling::protocol::audio::AudioError& e) {
+        std::fprintf(stderr, "coli: %s\n", e.what());
+        return 2;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "coli: %s\n", e.what());
+        return 1;
+    }
+}
