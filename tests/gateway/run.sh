@@ -5,7 +5,6 @@
 # summary line; exits non-zero when anything failed. Every wait has a deadline.
 #
 #   tests/gateway/run.sh BUILD            e.g. tests/gateway/run.sh build
-#   tests/gateway/run.sh BUILD --mock     against tests/gateway/mock_gateway.mjs (no C++ needed)
 #
 # Needs node + npm (npm registry on the first run), Debian's chromium for the web UI suite.
 # Logs: BUILD/test-logs/gateway-tests-*.log (one per suite, and the gateway's own); the web UI
@@ -15,8 +14,8 @@
 #   INKLING_GATEWAY_SLOW_LIMIT seconds within which a stalled request must be cut off (default 40)
 #   INKLING_GATEWAY_SUITES     suites to run, space-separated (default: openai corpus web load faults)
 set -uo pipefail
-build="${1:?usage: tests/gateway/run.sh BUILD [--mock]}"
-mode="${2:-}"
+build="${1:?usage: tests/gateway/run.sh BUILD}"
+
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 build="$(cd "$build" 2>/dev/null && pwd)" || { echo "FAIL gateway-tests/build: no folder '$1'"; echo "gateway-tests: 0 passed, 1 failed"; exit 1; }
@@ -63,7 +62,7 @@ if ! timeout 600 "$here/install.sh" >"$log_dir/gateway-tests-npm.log" 2>&1; then
     tail -5 "$log_dir/gateway-tests-npm.log"
     finish
 fi
-if [[ "$mode" != "--mock" ]]; then
+{
     if ! timeout 900 "$root/tools/make-tiny/ensure_demo.sh" "$build" >"$log_dir/gateway-tests-demo-model.log" 2>&1; then
         fail_line gateway-tests/demo-model "tools/make-tiny/ensure_demo.sh failed; see $log_dir/gateway-tests-demo-model.log"
         finish
@@ -74,19 +73,14 @@ if [[ "$mode" != "--mock" ]]; then
             finish
         fi
     done
-fi
+}
 
 # ------------------------------------------------------------------ start the gateway
 port="$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
 key="gw-test-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 base="http://127.0.0.1:$port"
-if [[ "$mode" == "--mock" ]]; then
-    node "$here/mock_gateway.mjs" --port "$port" --api-key "$key" --slots 2 --max-queue 4 --body-cap "$body_cap" \
-        >"$gateway_log" 2>&1 &
-else
-    "$build/inkling-gateway" --model "$build/demo-model" --engine "$build/inkling" --host 127.0.0.1 --port "$port" \
-        --slots 2 --max-queue 4 --api-key "$key" --max-body "$body_cap" --threads 1 >"$gateway_log" 2>&1 &
-fi
+"$build/inkling-gateway" --model "$build/demo-model" --engine "$build/inkling" --host 127.0.0.1 --port "$port" \
+    --slots 2 --max-queue 4 --api-key "$key" --max-body "$body_cap" --threads 1 >"$gateway_log" 2>&1 &
 gw_pid=$!
 ready=0
 deadline=$((SECONDS + 120))
@@ -146,7 +140,7 @@ for suite in $suites; do
 done
 
 # ------------------------------------------------------------------ SIGTERM: drain and exit 0
-if [[ "$mode" != "--mock" ]]; then
+{
     engine_pid="$(node -e 'fetch(process.argv[1], { headers: { Authorization: "Bearer " + process.argv[2] }, signal: AbortSignal.timeout(5000) })
         .then((r) => r.json()).then((j) => console.log(j.engine.pid), () => console.log(""))' "$base/v1/stats" "$key")"
     kill -TERM "$gw_pid" 2>/dev/null
@@ -168,5 +162,5 @@ if [[ "$mode" != "--mock" ]]; then
     else
         fail_line gateway-tests/sigterm-exits-0 "still running 30 s after SIGTERM"
     fi
-fi
+}
 finish
