@@ -63,9 +63,9 @@ def main():
     rc, out, err = session(["run", "x", "--attach", unused], "")
     report("coli run with neither gateway nor model: a clear error", rc != 0 and "no ready gateway" in err, (rc, err))
 
-    # -- attached to a gateway -------------------------------------------------------------
+    # -- attached to a gateway that `coli serve` started ----------------------------------
     port = free_port()
-    gw = subprocess.Popen([os.path.join(BUILD, "inkling-gateway"), "--model", MODEL, "--port", str(port), "--slots", "2",
+    gw = subprocess.Popen([COLI, "serve", "--model", MODEL, "--port", str(port), "--slots", "2",
                            "--ctx", "1024", "--threads", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(0.2)
@@ -78,7 +78,7 @@ def main():
         time.sleep(1.0)
         rc, out, err = session(["chat", "--attach", f"http://127.0.0.1:{port}", "--max-tokens", "6"],
                                f"Hello\n:audio {WAV}\nAnd this?\n:stats\n:q\n")
-        report("attached: a scripted session streams through the gateway, audio included",
+        report("coli serve starts the gateway; attached, a scripted session streams through it, audio included",
                rc == 0 and f"gateway http://127.0.0.1:{port}" in out and len(footers(out)) == 2
                and '"gateway"' in out, (rc, out, err))
     finally:

@@ -266,6 +266,29 @@ def main():
     report("SIGTERM: the stream in flight finishes, then exit 0",
            rest.rstrip().endswith("data: [DONE]") and '"error"' not in rest and code == 0, (code, rest[-200:]))
 
+    # -- a crash loop: after the cap the gateway gives up and says why ----------------------
+    port = free_port()
+    gw = subprocess.Popen([os.path.join(BUILD, "inkling-gateway"), "--model", MODEL, "--port", str(port),
+                           "--engine", "/bin/false"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        body, status, deadline = b"", 0, time.time() + 40
+        while time.time() < deadline:
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                c.request("GET", "/health")
+                r = c.getresponse()
+                status, body = r.status, r.read()
+                if b"giving up" in body:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.2)
+        report("an engine that keeps crashing: /health 503 'failed' with the reason after the crash-loop cap",
+               status == 503 and b'"failed"' in body and b"giving up" in body, (status, body))
+    finally:
+        gw.terminate()
+        gw.wait()
+
     print(f"gateway e2e: {failures} failed", flush=True)
     return 1 if failures else 0
 
