@@ -35,18 +35,6 @@ std::vector<std::int32_t> pseudo_prompt(const model::Config& c, int n, std::uint
     return ids;
 }
 
-proto::Submit request(const std::string& id, int slot, const std::vector<std::int32_t>& ids, int max_tokens) {
-    proto::Submit s;
-    s.id = id;
-    s.slot = static_cast<std::uint32_t>(slot);
-    s.max_tokens = static_cast<std::uint64_t>(max_tokens);
-    s.temperature = 0;
-    s.top_p = 1;
-    for (auto t : ids) s.prompt += std::to_string(t) + " ";
-    s.options.ids = true;
-    return s;
-}
-
 double ttft_ms(const proto::Done& d) {
     for (const auto& [k, v] : d.stat.extra)
         if (k == "ttft_ms") return std::stod(v);
@@ -68,7 +56,7 @@ nlohmann::json bench_sessions(const model::Model& model, cpu::ThreadPool& pool, 
     for (int n : counts) {
         Counter out;
         for (int i = 0; i < n; ++i)
-            sched.submit(request("b" + std::to_string(n) + "-" + std::to_string(i), i,
+            sched.submit(serve::ids_request("b" + std::to_string(n) + "-" + std::to_string(i), i,
                                  pseudo_prompt(model.config, 32, static_cast<std::uint64_t>(i + 1)), tokens + 1),
                          out);
         // Prefill everyone first (each has then streamed its first token), then time decode.
@@ -98,7 +86,7 @@ nlohmann::json bench_reuse(const model::Model& model, cpu::ThreadPool& pool, int
     };
     const int generated = 4, follow_up = 16;
     auto first = pseudo_prompt(model.config, conversation - generated - follow_up, 7);
-    run(request("turn1", 0, first, generated));
+    run(serve::ids_request("turn1", 0, first, generated));
     // The follow-up turn: the slot's record (the first prompt and every generated token
     // but the last) plus a new user turn.
     std::vector<std::int32_t> next = first;
@@ -106,8 +94,8 @@ nlohmann::json bench_reuse(const model::Model& model, cpu::ThreadPool& pool, int
     next.insert(next.end(), gen.begin(), gen.end() - 1);
     auto extra = pseudo_prompt(model.config, follow_up, 8);
     next.insert(next.end(), extra.begin(), extra.end());
-    const proto::Done warm = run(request("turn2-reused", 0, next, 1));
-    auto cold_request = request("turn2-cold", 0, next, 1);
+    const proto::Done warm = run(serve::ids_request("turn2-reused", 0, next, 1));
+    auto cold_request = serve::ids_request("turn2-cold", 0, next, 1);
     cold_request.options.reset = true;
     const proto::Done cold = run(cold_request);
     const double warm_ms = ttft_ms(warm), cold_ms = ttft_ms(cold);

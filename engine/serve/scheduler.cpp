@@ -397,6 +397,18 @@ nlohmann::json Scheduler::phases_ms() const {
             {"convs_norms", p.convs_norms * 1e3}, {"lm_head", p.head * 1e3}};
 }
 
+protocol::Submit ids_request(const std::string& id, int slot, const std::vector<std::int32_t>& ids, int max_tokens) {
+    protocol::Submit s;
+    s.id = id;
+    s.slot = static_cast<std::uint32_t>(slot);
+    s.max_tokens = static_cast<std::uint64_t>(max_tokens);
+    s.temperature = 0;
+    s.top_p = 1;
+    for (auto t : ids) s.prompt += std::to_string(t) + " ";
+    s.options.ids = true;
+    return s;
+}
+
 double resident_gb() {
     std::ifstream statm("/proc/self/statm");
     long pages_total = 0, pages_resident = 0;

@@ -88,4 +88,7 @@ private:
 // Resident set size of this process in GB (1e9 bytes).
 double resident_gb();
 
+// A greedy SUBMIT whose prompt is token ids (ids=1), as benchmarks and tests send them.
+protocol::Submit ids_request(const std::string& id, int slot, const std::vector<std::int32_t>& ids, int max_tokens);
+
 }  // namespace inkling::serve

@@ -36,22 +36,8 @@ struct Recorder : serve::FrameSink {
     }
 };
 
-std::string ids_text(const std::vector<std::int32_t>& ids) {
-    std::string s;
-    for (auto id : ids) s += std::to_string(id) + " ";
-    return s;
-}
-
 proto::Submit submit(const std::string& id, int slot, const std::vector<std::int32_t>& prompt, int max_tokens) {
-    proto::Submit s;
-    s.id = id;
-    s.slot = static_cast<std::uint32_t>(slot);
-    s.max_tokens = static_cast<std::uint64_t>(max_tokens);
-    s.temperature = 0;
-    s.top_p = 1;
-    s.prompt = ids_text(prompt);
-    s.options.ids = true;
-    return s;
+    return serve::ids_request(id, slot, prompt, max_tokens);
 }
 
 struct Engine {
