@@ -34,7 +34,6 @@ import argparse
 import importlib
 import inspect
 import json
-import math
 import os
 import pkgutil
 import sys
