@@ -18,7 +18,9 @@ using Response = http::response<http::string_body>;
 using Clock = std::chrono::steady_clock;
 
 Server::Server(asio::io_context& io, ServerOptions options, EngineSupervisor& engine, Metrics& metrics, SlotPool& slots)
-    : io_(io), o_(std::move(options)), engine_(engine), metrics_(metrics), slots_(slots), acceptor_(io) {}
+    : io_(io), o_(std::move(options)), engine_(engine), metrics_(metrics), slots_(slots), acceptor_(io), workers_(2) {}
+
+Server::~Server() { workers_.join(); }
 
 void Server::listen() {
     boost::system::error_code ec;
@@ -318,16 +320,38 @@ awaitable<bool> Server::route(Connection& c, Request& req) {
         const bool chat = path == "/v1/chat/completions", completion = path == "/v1/completions";
         if (!chat && !completion) throw ApiError(404, "invalid_request_error", "no route for " + path);
         if (method != http::verb::post) throw ApiError(405, "invalid_request_error", "use POST");
-        nlohmann::json body;
-        try {
-            body = nlohmann::json::parse(req.body());
-        } catch (const nlohmann::json::exception& e) {
-            throw bad_request(std::string("the body is not valid JSON: ") + e.what());
-        }
-        GenerationRequest g = chat ? parse_chat_request(body, o_.limits) : parse_completion_request(body, o_.limits);
-        if (g.prompt.find('\0') != std::string::npos) throw bad_request("the prompt contains a NUL character", chat ? "messages" : "prompt");
+        // Parsing, audio decoding and prompt rendering run on a worker thread: a long clip
+        // takes seconds to resample, and the io thread serves every other connection.
+        std::optional<GenerationRequest> parsed;
+        std::optional<ApiError> refused;
+        bool finished = false;
+        auto done = std::make_shared<Signal>(io_.get_executor());
+        asio::post(workers_, [&, done] {
+            try {
+                nlohmann::json body;
+                try {
+                    body = nlohmann::json::parse(req.body());
+                } catch (const nlohmann::json::exception& e) {
+                    throw bad_request(std::string("the body is not valid JSON: ") + e.what());
+                }
+                GenerationRequest g = chat ? parse_chat_request(body, o_.limits) : parse_completion_request(body, o_.limits);
+                if (g.prompt.find('\0') != std::string::npos)
+                    throw bad_request("the prompt contains a NUL character", chat ? "messages" : "prompt");
+                parsed = std::move(g);
+            } catch (const ApiError& e) {
+                refused = e;
+            } catch (const std::exception& e) {
+                refused = ApiError(500, "server_error", std::string("could not read the request: ") + e.what());
+            }
+            asio::post(io_, [&, done] {
+                finished = true;
+                done->notify();
+            });
+        });
+        while (!finished) co_await done->wait();
+        if (refused) throw *refused;
         const std::string ep = chat ? std::string("chat") : std::string("completions");
-        co_await generate(c, req, std::move(g), ep);
+        co_await generate(c, req, std::move(*parsed), ep);
         co_return !c.disconnected && !c.close_after;
     } catch (const ApiError& e) {
         failure = e;  // (a coroutine cannot co_await inside a handler)

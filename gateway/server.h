@@ -33,6 +33,7 @@ struct ServerOptions {
 class Server {
 public:
     Server(asio::io_context& io, ServerOptions options, EngineSupervisor& engine, Metrics& metrics, SlotPool& slots);
+    ~Server();
     // Binds (throws std::runtime_error naming the address when it cannot) and serves.
     void listen();
     void stop_accepting();
@@ -67,6 +68,8 @@ private:
     std::map<std::string, int> affinity_;  // conversation key → last slot
     std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
     bool accepting_ = true;
+    // Request parsing, audio and prompt rendering: off the io thread (see docs/gateway.md).
+    asio::thread_pool workers_;
 };
 
 }  // namespace inkling::gateway
