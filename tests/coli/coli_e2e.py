@@ -4,6 +4,7 @@ an interactive session under tmux (streaming, Ctrl-C, :reset).
 
     python3 tests/coli/coli_e2e.py BUILD
 """
+import http.client
 import os
 import re
 import signal
@@ -68,14 +69,16 @@ def main():
     gw = subprocess.Popen([COLI, "serve", "--model", MODEL, "--port", str(port), "--slots", "2",
                            "--ctx", "1024", "--threads", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        time.sleep(0.2)
-        for _ in range(300):
+        deadline = time.time() + 120
+        while time.time() < deadline:
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                c.request("GET", "/health")
+                if c.getresponse().status == 200:
+                    break
             except OSError:
-                time.sleep(0.1)
-        time.sleep(1.0)
+                pass
+            time.sleep(0.2)
         rc, out, err = session(["chat", "--attach", f"http://127.0.0.1:{port}", "--max-tokens", "6"],
                                f"Hello\n:audio {WAV}\nAnd this?\n:stats\n:q\n")
         report("coli serve starts the gateway; attached, a scripted session streams through it, audio included",
@@ -90,12 +93,21 @@ def main():
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     p.stdin.write("tell me everything\n")
     p.stdin.flush()
-    time.sleep(1.5)
+    # Kill the engine once the answer is streaming (not while it still loads).
+    seen, deadline = "", time.time() + 120
+    while time.time() < deadline:
+        if "assistant:" in seen and len(seen.split("assistant:", 1)[1]) >= 20:
+            break
+        chunk = os.read(p.stdout.fileno(), 4096).decode(errors="replace")
+        if not chunk:
+            break
+        seen += chunk
     kids = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()
     for k in kids:
         os.kill(int(k), signal.SIGKILL)
     try:
         out, err = p.communicate(":q\n", timeout=30)
+        out = seen + out
         ok = bool(kids) and "killed by signal 9" in out
     except subprocess.TimeoutExpired:
         p.kill()
