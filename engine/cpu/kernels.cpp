@@ -7,6 +7,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <vector>
 
@@ -222,40 +223,67 @@ float dot(const float* a, const float* b, std::int64_t n) { return g_kernels.dot
 
 void row_f32(const Matrix& m, std::int64_t r, float* out) { g_kernels.row(m, r, out); }
 
-void matmul(const float* x, std::int64_t rows_x, const Matrix& w, float* y, ThreadPool& pool) {
-    const Kernels k = g_kernels;
+namespace {
+
+// Output rows [begin, end) of one product.
+void product_rows(const MatJob& j, std::int64_t begin, std::int64_t end, const Kernels& k) {
+    const Matrix& w = *j.w;
     const std::int64_t out = w.rows, in = w.cols;
     // One activation row (decode): stream bf16 weights straight into the dot product.
-    const bool fused = rows_x == 1 && w.dtype == DType::BF16 && k.dot_bf16;
-    auto body = [&](std::int64_t begin, std::int64_t end) {
-        if (fused) {
-            for (std::int64_t o = begin; o < end; ++o)
-                y[o] = k.dot_bf16(reinterpret_cast<const std::uint16_t*>(w.row(o)), x, in);
-            return;
+    if (j.rows_x == 1 && w.dtype == DType::BF16 && k.dot_bf16) {
+        for (std::int64_t o = begin; o < end; ++o)
+            j.y[o] = k.dot_bf16(reinterpret_cast<const std::uint16_t*>(w.row(o)), j.x, in);
+        return;
+    }
+    thread_local std::vector<float> buf;
+    if (buf.size() < static_cast<std::size_t>(in)) buf.resize(static_cast<std::size_t>(in));
+    for (std::int64_t o = begin; o < end; ++o) {
+        const float* row = reinterpret_cast<const float*>(w.row(o));
+        // safetensors does not promise 4-byte alignment: copy an unaligned f32 row.
+        if (w.dtype != DType::F32 || reinterpret_cast<std::uintptr_t>(row) % alignof(float) != 0) {
+            k.row(w, o, buf.data());
+            row = buf.data();
         }
-        thread_local std::vector<float> buf;
-        if (buf.size() < static_cast<std::size_t>(in)) buf.resize(static_cast<std::size_t>(in));
-        for (std::int64_t o = begin; o < end; ++o) {
-            const float* row = reinterpret_cast<const float*>(w.row(o));
-            // safetensors does not promise 4-byte alignment: copy an unaligned f32 row.
-            if (w.dtype != DType::F32 || reinterpret_cast<std::uintptr_t>(row) % alignof(float) != 0) {
-                k.row(w, o, buf.data());
-                row = buf.data();
+        std::int64_t s = 0;
+        if (k.dot4)
+            for (; s + 4 <= j.rows_x; s += 4) {
+                const float* xs[4] = {j.x + s * in, j.x + (s + 1) * in, j.x + (s + 2) * in, j.x + (s + 3) * in};
+                float r4[4];
+                k.dot4(row, xs, in, r4);
+                for (int t = 0; t < 4; ++t) j.y[(s + t) * out + o] = r4[t];
             }
-            std::int64_t s = 0;
-            if (k.dot4)
-                for (; s + 4 <= rows_x; s += 4) {
-                    const float* xs[4] = {x + s * in, x + (s + 1) * in, x + (s + 2) * in, x + (s + 3) * in};
-                    float r4[4];
-                    k.dot4(row, xs, in, r4);
-                    for (int j = 0; j < 4; ++j) y[(s + j) * out + o] = r4[j];
-                }
-            for (; s < rows_x; ++s) y[s * out + o] = k.dot(row, x + s * in, in);
+        for (; s < j.rows_x; ++s) j.y[s * out + o] = k.dot(row, j.x + s * in, in);
+    }
+}
+
+}  // namespace
+
+void matmul(const float* x, std::int64_t rows_x, const Matrix& w, float* y, ThreadPool& pool) {
+    const MatJob job{x, rows_x, &w, y};
+    matmul_group(std::span(&job, 1), pool);
+}
+
+void matmul_group(std::span<const MatJob> jobs, ThreadPool& pool) {
+    const Kernels k = g_kernels;
+    std::int64_t total = 0, work = 0;
+    for (const auto& j : jobs) {
+        total += j.w->rows;
+        work += j.w->rows * j.w->cols * j.rows_x;
+    }
+    // Rows [begin, end) of the concatenation of every job's output rows.
+    auto body = [&](std::int64_t begin, std::int64_t end) {
+        std::int64_t first = 0;
+        for (const auto& j : jobs) {
+            const std::int64_t last = first + j.w->rows;
+            const std::int64_t b = std::max(begin, first), e = std::min(end, last);
+            if (b < e) product_rows(j, b - first, e - first, k);
+            first = last;
+            if (first >= end) break;
         }
     };
     // Small products are not worth waking the workers.
-    if (out * in * rows_x < (1 << 15)) body(0, out);
-    else pool.parallel_for(out, body);
+    if (work < (1 << 15)) body(0, total);
+    else pool.parallel_for(total, body);
 }
 
 void rmsnorm(const float* x, const float* weight, double eps, std::int64_t n, float* out) {

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "engine/cpu/thread_pool.h"
@@ -27,6 +28,17 @@ void row_f32(const model::Matrix& m, std::int64_t r, float* out);
 
 // y[s][o] = Σ_i x[s][i]·W[o][i] for s < rows_x, o < W.rows. x is [rows_x][W.cols].
 void matmul(const float* x, std::int64_t rows_x, const model::Matrix& w, float* y, ThreadPool& pool);
+
+// Several products in one parallel loop over all their output rows: one hand-off to the
+// threads for the lot (a decode step has hundreds of small products). Every element is
+// computed exactly as matmul() computes it.
+struct MatJob {
+    const float* x;
+    std::int64_t rows_x;
+    const model::Matrix* w;
+    float* y;
+};
+void matmul_group(std::span<const MatJob> jobs, ThreadPool& pool);
 
 // out = x / sqrt(mean(x²) + eps) ⊙ weight; the mean square accumulates in double.
 void rmsnorm(const float* x, const float* weight, double eps, std::int64_t n, float* out);

@@ -54,6 +54,11 @@ void Forward::mm(const float* x, std::int64_t rows, const model::Matrix& w, floa
     weight_bytes_read_ += w.bytes();
 }
 
+void Forward::mm_group(const std::vector<cpu::MatJob>& jobs) {
+    cpu::matmul_group(jobs, pool_);
+    for (const auto& j : jobs) weight_bytes_read_ += j.w->bytes();
+}
+
 void Forward::embed(std::span<const std::int32_t> ids, AudioCursor* audio, float* x, bool& used_audio) {
     const std::int64_t D = c_.hidden;
     std::vector<float> sum(static_cast<std::size_t>(D)), row(static_cast<std::size_t>(D));
@@ -90,10 +95,7 @@ void Forward::attention(int layer, const std::vector<Span>& spans, std::int64_t 
 
     std::vector<float> q(static_cast<std::size_t>(R * H * hd)), k(static_cast<std::size_t>(R * kvd)),
         v(static_cast<std::size_t>(R * kvd)), r(static_cast<std::size_t>(R * H * d_rel));
-    mm(h, R, L.wq, q.data());
-    mm(h, R, L.wk, k.data());
-    mm(h, R, L.wv, v.data());
-    mm(h, R, L.wr, r.data());
+    mm_group({{h, R, &L.wq, q.data()}, {h, R, &L.wk, k.data()}, {h, R, &L.wv, v.data()}, {h, R, &L.wr, r.data()}});
     // K and V short convs act on the raw projections, before the head norms; each
     // session's rows continue that session's conv history.
     for (const Span& sp : spans) {
@@ -194,8 +196,7 @@ void Forward::attention(int layer, const std::vector<Span>& spans, std::int64_t 
 void Forward::ffn(const model::Ffn& f, std::int64_t rows, const float* x, float* out) {
     const std::int64_t I = f.gate.rows;
     std::vector<float> gate(static_cast<std::size_t>(rows * I)), up(static_cast<std::size_t>(rows * I));
-    mm(x, rows, f.gate, gate.data());
-    mm(x, rows, f.up, up.data());
+    mm_group({{x, rows, &f.gate, gate.data()}, {x, rows, &f.up, up.data()}});
     for (std::size_t i = 0; i < gate.size(); ++i) gate[i] = cpu::silu(gate[i]) * up[i];
     mm(gate.data(), rows, f.down, out);
 }
@@ -242,36 +243,66 @@ void Forward::moe(int layer, std::int64_t S, const float* h, float* out) {
 
     for (std::int64_t e = 0; e < E; ++e) expert_uses_[layer][e] += by_expert[e].size();
     lap(t, times_.router);
-    // Routed experts in increasing id order (each row's sum has the same order however the
-    // rows are batched); each expert runs once over all rows routed to it.
-    std::fill(out, out + S * D, 0.0f);
-    std::vector<float> xs, ys;
+    // Every expert this block needs — the routed ones over the rows routed to them, the
+    // shared ones over all rows — in two grouped passes (gate+up, then down), so each
+    // expert's weights are read once and the threads are handed work twice per layer.
+    struct Run {
+        const model::Ffn* f;
+        std::int64_t rows;
+        const float* x;
+        std::vector<float> xs, gate, up, y;
+    };
+    std::vector<Run> runs;
+    std::vector<std::int64_t> routed;  // expert id of runs[i] for the routed ones
     for (std::int64_t e = 0; e < E; ++e) {
         const auto& rows = by_expert[e];
         if (rows.empty()) continue;
-        const std::int64_t n = static_cast<std::int64_t>(rows.size());
-        xs.resize(static_cast<std::size_t>(n * D));
-        ys.resize(static_cast<std::size_t>(n * D));
-        for (std::int64_t i = 0; i < n; ++i) std::copy_n(h + rows[i].first * D, D, xs.data() + i * D);
-        ffn(L.experts[e], n, xs.data(), ys.data());
-        for (std::int64_t i = 0; i < n; ++i) {
-            float* o = out + rows[i].first * D;
-            const float wgt = rows[i].second;
-            for (std::int64_t d = 0; d < D; ++d) o[d] += wgt * ys[i * D + d];
+        Run r{&L.experts[e], static_cast<std::int64_t>(rows.size()), nullptr, {}, {}, {}, {}};
+        r.xs.resize(static_cast<std::size_t>(r.rows * D));
+        for (std::int64_t i = 0; i < r.rows; ++i) std::copy_n(h + rows[i].first * D, D, r.xs.data() + i * D);
+        r.x = r.xs.data();
+        runs.push_back(std::move(r));
+        routed.push_back(e);
+    }
+    for (std::int64_t j = 0; j < NS; ++j) runs.push_back({&L.shared[j], S, h, {}, {}, {}, {}});
+    std::vector<cpu::MatJob> jobs;
+    for (auto& r : runs) {
+        const std::int64_t I = r.f->gate.rows;
+        r.gate.resize(static_cast<std::size_t>(r.rows * I));
+        r.up.resize(r.gate.size());
+        jobs.push_back({r.x, r.rows, &r.f->gate, r.gate.data()});
+        jobs.push_back({r.x, r.rows, &r.f->up, r.up.data()});
+    }
+    mm_group(jobs);
+    jobs.clear();
+    for (auto& r : runs) {
+        for (std::size_t i = 0; i < r.gate.size(); ++i) r.gate[i] = cpu::silu(r.gate[i]) * r.up[i];
+        r.y.resize(static_cast<std::size_t>(r.rows * D));
+        jobs.push_back({r.gate.data(), r.rows, &r.f->down, r.y.data()});
+    }
+    mm_group(jobs);
+    // Routed contributions in increasing expert id (each row's sum has the same order
+    // however rows are batched); the shared experts summed on their own, then added.
+    std::fill(out, out + S * D, 0.0f);
+    for (std::size_t i = 0; i < routed.size(); ++i) {
+        const auto& rows = by_expert[routed[i]];
+        const Run& r = runs[i];
+        for (std::int64_t n = 0; n < r.rows; ++n) {
+            float* o = out + rows[n].first * D;
+            const float wgt = rows[n].second;
+            for (std::int64_t d = 0; d < D; ++d) o[d] += wgt * r.y[n * D + d];
         }
     }
-    lap(t, times_.experts);
-    if (NS == 0) return;
-    // Shared experts: every row, summed on their own, then added to the routed sum.
-    std::vector<float> shared_sum(static_cast<std::size_t>(S * D), 0.0f);
-    ys.resize(static_cast<std::size_t>(S * D));
-    for (std::int64_t j = 0; j < NS; ++j) {
-        ffn(L.shared[j], S, h, ys.data());
-        for (std::int64_t s = 0; s < S; ++s)
-            for (std::int64_t d = 0; d < D; ++d) shared_sum[s * D + d] += shared_w[s * NS + j] * ys[s * D + d];
+    if (NS > 0) {
+        std::vector<float> shared_sum(static_cast<std::size_t>(S * D), 0.0f);
+        for (std::int64_t j = 0; j < NS; ++j) {
+            const Run& r = runs[routed.size() + static_cast<std::size_t>(j)];
+            for (std::int64_t s = 0; s < S; ++s)
+                for (std::int64_t d = 0; d < D; ++d) shared_sum[s * D + d] += shared_w[s * NS + j] * r.y[s * D + d];
+        }
+        for (std::int64_t i = 0; i < S * D; ++i) out[i] += shared_sum[i];
     }
-    for (std::int64_t i = 0; i < S * D; ++i) out[i] += shared_sum[i];
-    lap(t, times_.shared);
+    lap(t, times_.experts);
 }
 
 std::vector<float> Forward::step(SessionState& state, std::span<const std::int32_t> ids, AudioCursor* audio,

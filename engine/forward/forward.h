@@ -12,6 +12,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/cpu/kernels.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/forward/session_state.h"
 #include "engine/model/weights.h"
@@ -59,7 +60,7 @@ public:
 
     // Where the time of all steps so far went, in seconds.
     struct PhaseTimes {
-        double embed = 0, attention = 0, router = 0, experts = 0, shared = 0, dense = 0, convs_norms = 0, head = 0;
+        double embed = 0, attention = 0, router = 0, experts = 0, dense = 0, convs_norms = 0, head = 0;
     };
     const PhaseTimes& phase_times() const { return times_; }
     // Rows routed to each expert so far: [layer][expert] (empty on dense layers).
@@ -76,6 +77,7 @@ private:
     void moe(int layer, std::int64_t rows, const float* h, float* out);
     void ffn(const model::Ffn& f, std::int64_t rows, const float* x, float* out);
     void mm(const float* x, std::int64_t rows, const model::Matrix& w, float* y);
+    void mm_group(const std::vector<cpu::MatJob>& jobs);
 
     const model::Model& model_;
     const model::Config& c_;

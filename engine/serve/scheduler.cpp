@@ -393,7 +393,7 @@ nlohmann::json Scheduler::stats() const {
 nlohmann::json Scheduler::phases_ms() const {
     const auto& p = forward_.phase_times();
     return {{"embed", p.embed * 1e3},   {"attention", p.attention * 1e3}, {"router", p.router * 1e3},
-            {"experts", p.experts * 1e3}, {"shared_experts", p.shared * 1e3}, {"dense_mlp", p.dense * 1e3},
+            {"experts", p.experts * 1e3}, {"dense_mlp", p.dense * 1e3},
             {"convs_norms", p.convs_norms * 1e3}, {"lm_head", p.head * 1e3}};
 }
 
