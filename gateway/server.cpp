@@ -50,9 +50,10 @@ awaitable<void> Server::accept_loop() {
             continue;
         }
         std::string ip = socket.remote_endpoint(ec).address().to_string();
-        // Over the caps a connection is closed at once rather than queued.
+        // Over the caps a connection gets a 429 and is closed at once, never queued.
         if (connections_ >= o_.max_connections || per_ip_[ip] >= o_.max_connections_per_ip) {
-            socket.close(ec);
+            metrics_.request("other", 429);
+            asio::co_spawn(io_, refuse(std::move(socket)), asio::detached);
             continue;
         }
         auto c = std::make_shared<Connection>(std::move(socket));
@@ -61,6 +62,23 @@ awaitable<void> Server::accept_loop() {
         ++per_ip_[ip];
         asio::co_spawn(io_, serve(c), asio::detached);
     }
+}
+
+awaitable<void> Server::refuse(tcp::socket socket) {
+    const std::string body =
+        ApiError(429, "rate_limit_error", "too many connections; retry", "", "too_many_connections", 1).body().dump();
+    const std::string response = "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+                                 "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    boost::system::error_code ec;
+    asio::steady_timer deadline(io_);
+    deadline.expires_after(std::chrono::seconds(2));
+    deadline.async_wait([&socket](auto e) {
+        if (!e) socket.close();
+    });
+    co_await asio::async_write(socket, asio::buffer(response), asio::redirect_error(use_awaitable, ec));
+    deadline.cancel();
+    socket.shutdown(tcp::socket::shutdown_both, ec);
+    socket.close(ec);
 }
 
 awaitable<void> Server::serve(std::shared_ptr<Connection> c) {

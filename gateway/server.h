@@ -43,6 +43,7 @@ private:
     struct Connection;
     awaitable<void> accept_loop();
     awaitable<void> serve(std::shared_ptr<Connection> c);
+    awaitable<void> refuse(asio::ip::tcp::socket socket);  // 429 for a connection over the caps
     awaitable<bool> route(Connection& c, http::request<http::string_body>& req);
     awaitable<void> generate(Connection& c, const http::request<http::string_body>& req, GenerationRequest g,
                              const std::string& endpoint);

@@ -213,6 +213,22 @@ def main():
     finally:
         g.stop()
 
+    # -- over the per-address connection cap: 429 and closed, never queued ----------------
+    g = Gateway()
+    try:
+        held = [socket.create_connection(("127.0.0.1", g.port)) for _ in range(8)]
+        time.sleep(0.2)
+        extra = socket.create_connection(("127.0.0.1", g.port))
+        extra.settimeout(5)
+        answer = extra.recv(4096)
+        extra.close()
+        for h in held:
+            h.close()
+        report("a 9th connection from one address gets 429 with Retry-After",
+               answer.startswith(b"HTTP/1.1 429") and b"Retry-After: 1" in answer, answer[:80])
+    finally:
+        g.stop()
+
     # -- a faked device loss: the engine is restarted at a quiet moment --------------------
     g = Gateway("--engine-arg=--fault-device-lost-after", "--engine-arg=1")
     try:
