@@ -19,6 +19,7 @@
 #include "engine/bench/memory_bandwidth.h"
 #include "engine/bench/serve_bench.h"
 #include "engine/cpu/kernels.h"
+#include "engine/eval/perplexity.h"
 #include "engine/forward/forward.h"
 #include "engine/model/tokenizer.h"
 #include "engine/model/weights.h"
@@ -217,6 +218,40 @@ int cmd_run(const cxxopts::ParseResult& args) {
     return 0;
 }
 
+// Perplexity of a text (or ids) under the model, teacher-forced, in windows.
+int cmd_eval(const cxxopts::ParseResult& args) {
+    auto model = inkling::model::load_model(args["model"].as<std::string>());
+    std::vector<std::int32_t> ids;
+    if (args.count("ids")) {
+        ids = parse_ids(args["ids"].as<std::string>());
+    } else if (args.count("text")) {
+        auto tokenizer = load_tokenizer(model);
+        if (!tokenizer) throw std::runtime_error(model.dir.string() + " has no tokenizer.json: give --ids");
+        std::ifstream in(args["text"].as<std::string>(), std::ios::binary);
+        if (!in) throw std::runtime_error(args["text"].as<std::string>() + ": cannot open");
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        ids = tokenizer->encode(text);
+    } else {
+        throw std::runtime_error("give --text FILE or --ids 1,2,3");
+    }
+    const std::int64_t window = args.count("ctx") ? args["ctx"].as<std::int64_t>() : 1024;
+    inkling::cpu::ThreadPool pool(args["threads"].as<unsigned>());
+    inkling::forward::Forward fw(model, pool);
+    const auto t0 = Clock::now();
+    auto s = inkling::eval::score(fw, ids, window);
+    const double secs = seconds_since(t0);
+    nlohmann::json j = {{"model", model.dir.string()},
+                        {"tokens", ids.size()},
+                        {"tokens_scored", s.tokens},
+                        {"window", window},
+                        {"nll", s.nll},
+                        {"mean_nll", s.mean_nll()},
+                        {"perplexity", s.perplexity()},
+                        {"tokens_per_second", static_cast<double>(ids.size()) / std::max(secs, 1e-9)}};
+    std::cout << j.dump(2) << "\n";
+    return 0;
+}
+
 // The long-lived engine the gateway and coli drive over protocol/ (PROTOCOL.md).
 int cmd_serve(const cxxopts::ParseResult& args) {
     inkling::protocol::init_binary_stdio();  // before any byte on stdout
@@ -315,10 +350,11 @@ int cmd_bench(const cxxopts::ParseResult& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    cxxopts::Options options("inkling", "The Inkling engine.\n  inkling run --model DIR (--prompt TEXT | --ids 1,2,3) [options]\n  inkling serve --model DIR [--slots N] [--ctx N] [--threads N]\n  inkling info --model DIR\n  inkling bench --model DIR [--prompt-tokens N] [--decode-tokens N]");
+    cxxopts::Options options("inkling", "The Inkling engine.\n  inkling run --model DIR (--prompt TEXT | --ids 1,2,3) [options]\n  inkling serve --model DIR [--slots N] [--ctx N] [--threads N]\n  inkling eval --model DIR (--text FILE | --ids 1,2,3) [--ctx WINDOW]\n  inkling info --model DIR\n  inkling bench --model DIR [--prompt-tokens N] [--decode-tokens N]");
     options.positional_help("COMMAND");
     options.add_options()
-        ("command", "run | serve | info | bench", cxxopts::value<std::string>())
+        ("command", "run | serve | eval | info | bench", cxxopts::value<std::string>())
+        ("text", "eval: the text file to score", cxxopts::value<std::string>())
         ("model", "model directory (config.json, *.safetensors, tokenizer.json)", cxxopts::value<std::string>())
         ("prompt", "prompt text (needs tokenizer.json)", cxxopts::value<std::string>())
         ("ids", "prompt as comma-separated token ids", cxxopts::value<std::string>())
@@ -359,7 +395,8 @@ int main(int argc, char** argv) {
         if (cmd == "info") return cmd_info(args);
         if (cmd == "bench") return cmd_bench(args);
         if (cmd == "serve") return cmd_serve(args);
-        throw std::runtime_error("unknown command '" + cmd + "' (run, serve, info, bench)");
+        if (cmd == "eval") return cmd_eval(args);
+        throw std::runtime_error("unknown command '" + cmd + "' (run, serve, eval, info, bench)");
     } catch (const cxxopts::exceptions::exception& e) {
         std::fprintf(stderr, "inkling: %s\n", e.what());
         return 2;

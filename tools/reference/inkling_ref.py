@@ -425,11 +425,17 @@ def main(argv=None):
     except AssertionError as e:
         print(f"inkling_ref: {e}", file=sys.stderr)
         return 1
+    # Teacher-forced negative log-likelihood of the prompt (each position predicting the
+    # next id), in float64: what `inkling eval` reports as perplexity.
+    logp = torch.log_softmax(pre.to(torch.float64), dim=-1)
+    nll = -sum(float(logp[i, ids[i + 1]]) for i in range(len(ids) - 1))
     out = {
         "prompt_ids": ids,
         "tokens": tokens,
         "prompt_argmax": argmax_ids(pre),
         "last_logits": [float(x) for x in pre[-1]],
+        "prompt_nll": nll,
+        "prompt_nll_tokens": len(ids) - 1,
     }
     print(json.dumps(out))
     return 0

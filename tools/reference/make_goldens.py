@@ -24,7 +24,8 @@ def reference(fixture_dir):
     out = json.loads(subprocess.check_output(cmd))
     return {"fixture": os.path.basename(fixture_dir), "generate": GENERATE,
             "audio": meta.get("sample_dmel"), "prompt_ids": out["prompt_ids"], "tokens": out["tokens"],
-            "prompt_argmax": out["prompt_argmax"], "last_logits": out["last_logits"]}
+            "prompt_argmax": out["prompt_argmax"], "last_logits": out["last_logits"],
+            "prompt_nll": out["prompt_nll"], "prompt_nll_tokens": out["prompt_nll_tokens"]}
 
 
 def main():
@@ -46,7 +47,8 @@ def main():
         want = json.load(open(path))
         diff = max(abs(a - b) for a, b in zip(got["last_logits"], want["last_logits"]))
         same = all(got[k] == want[k] for k in ("prompt_ids", "tokens", "prompt_argmax"))
-        ok = same and diff <= 1e-5
+        nll_ok = abs(got["prompt_nll"] - want["prompt_nll"]) <= 1e-6 * max(1.0, abs(want["prompt_nll"]))
+        ok = same and diff <= 1e-5 and nll_ok
         failed += not ok
         print(f"{'PASS' if ok else 'FAIL'} reference still gives golden {name}"
               + ("" if ok else f": ids/tokens/argmax equal={same}, max logit diff {diff:.2e}"))
