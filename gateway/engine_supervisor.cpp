@@ -202,9 +202,14 @@ void EngineSupervisor::on_frame(const protocol::Frame& frame) {
             }
             // Restart at a quiet moment to get the device back.
             restart_when_idle_ = true;
-            if (streams_.empty() && child_) child_->in.close();
         }
     }
+    close_if_idle();
+}
+
+// A restart waiting for a quiet moment starts once no request is in flight: EOF on the
+// engine's stdin lets it exit 0, and supervise() starts the next one.
+void EngineSupervisor::close_if_idle() {
     if (restart_when_idle_ && streams_.empty() && child_ && child_->in.is_open()) {
         boost::system::error_code ec;
         child_->in.close(ec);
@@ -254,7 +259,10 @@ void EngineSupervisor::stop(const std::string& id) {
 void EngineSupervisor::cancel(const std::string& id) {
     if (streams_.count(id)) send(protocol::Cancel{id});
 }
-void EngineSupervisor::release(const std::string& id) { streams_.erase(id); }
+void EngineSupervisor::release(const std::string& id) {
+    streams_.erase(id);
+    close_if_idle();
+}
 void EngineSupervisor::request_stats() { send(protocol::StatsRequest{}); }
 
 void EngineSupervisor::kill_engine() {

@@ -101,6 +101,7 @@ private:
     void send(const protocol::Frame& frame);
     void on_frame(const protocol::Frame& frame);
     void set_state(State s, std::string reason);
+    void close_if_idle();
 
     asio::io_context& io_;
     Options options_;
