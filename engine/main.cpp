@@ -280,14 +280,7 @@ int cmd_bench(const cxxopts::ParseResult& args) {
     const double bandwidth = inkling::bench::measure_read_bandwidth(std::size_t{2} << 30, 5, pool);
     inkling::forward::Forward fw(model, pool);
     const int P = args["prompt-tokens"].as<int>(), N = args["decode-tokens"].as<int>();
-    // A fixed pseudo-random prompt over the vocabulary (not the audio placeholder).
-    std::vector<std::int32_t> prompt;
-    std::uint64_t x = 0x9E3779B97F4A7C15ull;
-    while (static_cast<int>(prompt.size()) < P) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        auto id = static_cast<std::int32_t>(x % static_cast<std::uint64_t>(c.unpadded_vocab));
-        if (id != c.audio_token && id != c.eos) prompt.push_back(id);
-    }
+    const auto prompt = inkling::bench::pseudo_prompt(c, P, 1);
     // Warm-up: the first pass pages the weights in from the file.
     {
         auto warm = inkling::forward::make_session(c, P + 1);

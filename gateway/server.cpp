@@ -135,26 +135,27 @@ awaitable<void> Server::write(Connection& c, Response& res) {
     if (ec) c.disconnected = true;
 }
 
-std::string Server::cors_header_block(const Request& req) const {
-    auto origin = req[http::field::origin];
+std::string Server::allowed_origin(const Request& req) const {
+    const std::string origin(req[http::field::origin]);
     if (origin.empty()) return {};
-    bool ok = false;
-    for (const auto& o : o_.cors_origins) ok = ok || o == "*" || o == origin;
-    if (!ok) return {};
-    return "Access-Control-Allow-Origin: " + std::string(origin) +
+    for (const auto& o : o_.cors_origins)
+        if (o == "*" || o == origin) return origin;
+    return {};
+}
+
+std::string Server::cors_header_block(const Request& req) const {
+    const std::string origin = allowed_origin(req);
+    if (origin.empty()) return {};
+    return "Access-Control-Allow-Origin: " + origin +
            "\r\nVary: Origin\r\nAccess-Control-Expose-Headers: x-request-id, Retry-After\r\n";
 }
 
 void Server::cors(const Request& req, Response& res) const {
-    auto origin = req[http::field::origin];
+    const std::string origin = allowed_origin(req);
     if (origin.empty()) return;
-    for (const auto& o : o_.cors_origins)
-        if (o == "*" || o == origin) {
-            res.set(http::field::access_control_allow_origin, origin);
-            res.set(http::field::vary, "Origin");
-            res.set(http::field::access_control_expose_headers, "x-request-id, Retry-After");
-            return;
-        }
+    res.set(http::field::access_control_allow_origin, origin);
+    res.set(http::field::vary, "Origin");
+    res.set(http::field::access_control_expose_headers, "x-request-id, Retry-After");
 }
 
 bool Server::authorized(const Request& req) const {

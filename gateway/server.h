@@ -52,6 +52,7 @@ private:
                                const nlohmann::json& body, const std::string& endpoint, int retry_after = 0);
     void cors(const http::request<http::string_body>& req, http::response<http::string_body>& res) const;
     std::string cors_header_block(const http::request<http::string_body>& req) const;
+    std::string allowed_origin(const http::request<http::string_body>& req) const;  // "" if none
     bool authorized(const http::request<http::string_body>& req) const;
     bool host_allowed(const http::request<http::string_body>& req) const;
     nlohmann::json stats_json() const;

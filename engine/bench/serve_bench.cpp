@@ -24,6 +24,14 @@ struct Counter : serve::FrameSink {
     }
 };
 
+double ttft_ms(const proto::Done& d) {
+    for (const auto& [k, v] : d.stat.extra)
+        if (k == "ttft_ms") return std::stod(v);
+    return 0;
+}
+
+}  // namespace
+
 std::vector<std::int32_t> pseudo_prompt(const model::Config& c, int n, std::uint64_t seed) {
     std::vector<std::int32_t> ids;
     std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
@@ -34,14 +42,6 @@ std::vector<std::int32_t> pseudo_prompt(const model::Config& c, int n, std::uint
     }
     return ids;
 }
-
-double ttft_ms(const proto::Done& d) {
-    for (const auto& [k, v] : d.stat.extra)
-        if (k == "ttft_ms") return std::stod(v);
-    return 0;
-}
-
-}  // namespace
 
 nlohmann::json bench_sessions(const model::Model& model, cpu::ThreadPool& pool, const std::vector<int>& counts,
                               int tokens) {

@@ -11,6 +11,10 @@
 
 namespace inkling::bench {
 
+// A fixed pseudo-random prompt of `n` ids over the vocabulary (never EOS or the audio
+// placeholder), the same for the same seed.
+std::vector<std::int32_t> pseudo_prompt(const model::Config& config, int n, std::uint64_t seed);
+
 // For each count n: n sessions decoding `tokens` greedy tokens each at once; aggregate
 // tokens/s, and its ratio to the single session.
 nlohmann::json bench_sessions(const model::Model& model, cpu::ThreadPool& pool, const std::vector<int>& counts,

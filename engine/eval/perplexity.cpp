@@ -1,5 +1,7 @@
 #include "engine/eval/perplexity.h"
 
+#include "engine/sampling/sampler.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -22,11 +24,8 @@ Score score(forward::Forward& fw, std::span<const std::int32_t> ids, std::int64_
                 const std::int64_t pos = at + r;  // this row predicts the token at pos + 1
                 if (pos + 1 >= len) break;
                 const float* row = logits.data() + r * U;
-                const double mx = *std::max_element(row, row + U);
-                double z = 0;
-                for (std::int64_t v = 0; v < U; ++v) z += std::exp(static_cast<double>(row[v]) - mx);
                 const std::int32_t next = ids[static_cast<std::size_t>(start + pos + 1)];
-                s.nll += -(static_cast<double>(row[next]) - mx - std::log(z));
+                s.nll += sampling::log_sum_exp(std::span(row, static_cast<std::size_t>(U))) - row[next];
                 ++s.tokens;
             }
         }

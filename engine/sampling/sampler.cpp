@@ -13,6 +13,13 @@ std::int32_t argmax(std::span<const float> values) {
     return best;
 }
 
+double log_sum_exp(std::span<const float> values) {
+    const double mx = *std::max_element(values.begin(), values.end());
+    double total = 0.0;
+    for (float v : values) total += std::exp(static_cast<double>(v) - mx);
+    return mx + std::log(total);
+}
+
 Sampler::Sampler(const Params& params) : p_(params), rng_(params.seed) {}
 
 std::int32_t Sampler::next(std::span<const float> logits, std::span<const std::int32_t> history) {

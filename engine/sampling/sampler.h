@@ -35,4 +35,8 @@ private:
 // Index of the largest value; ties go to the lowest index.
 std::int32_t argmax(std::span<const float> values);
 
+// log Σ exp(values), in double, shifted by the maximum so nothing overflows: the
+// normaliser of a log-softmax (logprob of i = values[i] − log_sum_exp(values)).
+double log_sum_exp(std::span<const float> values);
+
 }  // namespace inkling::sampling

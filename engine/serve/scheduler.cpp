@@ -210,10 +210,7 @@ void Scheduler::cancel(const std::string& id, FrameSink& out) {
 
 protocol::TokenLogprobs Scheduler::logprobs_of(const float* logits, std::int32_t chosen, std::uint32_t k) const {
     const std::int64_t U = model_.config.unpadded_vocab;
-    const float mx = *std::max_element(logits, logits + U);
-    double total = 0;
-    for (std::int64_t i = 0; i < U; ++i) total += std::exp(static_cast<double>(logits[i] - mx));
-    const double log_z = mx + std::log(total);
+    const double log_z = sampling::log_sum_exp(std::span(logits, static_cast<std::size_t>(U)));
     protocol::TokenLogprobs lp{static_cast<double>(logits[chosen]) - log_z, {}};
     std::vector<std::int32_t> order(static_cast<std::size_t>(U));
     for (std::int64_t i = 0; i < U; ++i) order[i] = static_cast<std::int32_t>(i);
