@@ -1,6 +1,7 @@
 #include "engine/model/tensor.h"
 
 #include <cmath>
+#include <stdexcept>
 
 namespace inkling::model {
 
@@ -9,6 +10,9 @@ const char* dtype_name(DType t) {
     case DType::F32: return "F32";
     case DType::BF16: return "BF16";
     case DType::F16: return "F16";
+    case DType::I8: return "I8";
+    case DType::U8: return "U8";
+    case DType::Q4: return "Q4";
     }
     return "?";
 }
@@ -23,6 +27,13 @@ float f16_to_f32(std::uint16_t h) {
 }
 
 float Matrix::at(std::int64_t r, std::int64_t c) const {
+    if (dtype == DType::I8)
+        return static_cast<float>(static_cast<std::int8_t>(row(r)[c])) * row_scales(r)[c / group];
+    if (dtype == DType::Q4) {
+        const auto byte = static_cast<std::uint8_t>(row(r)[c / 2]);
+        const int nibble = (c % 2) ? byte >> 4 : byte & 0xf;
+        return static_cast<float>(nibble >= 8 ? nibble - 16 : nibble) * row_scales(r)[c / group];
+    }
     const std::byte* p = row(r) + static_cast<std::size_t>(c) * dtype_size(dtype);
     if (dtype == DType::F32) {
         float f;
@@ -48,6 +59,11 @@ void row_to_f32(const Matrix& m, std::int64_t r, float* out) {
         for (std::int64_t c = 0; c < m.cols; ++c) out[c] = f16_to_f32(h[c]);
         break;
     }
+    case DType::I8:
+    case DType::Q4:
+        for (std::int64_t c = 0; c < m.cols; ++c) out[c] = m.at(r, c);
+        break;
+    case DType::U8: throw std::runtime_error("row_to_f32: raw U8 bytes are not a matrix");
     }
 }
 
