@@ -17,7 +17,7 @@ std::int64_t place(MatrixSection& s, Format format, std::int64_t group, std::int
                    std::int64_t at) {
     s.rows = rows;
     s.cols = cols;
-    s.padded = padded_cols(cols);
+    s.padded = quant::padded_cols(cols);
     s.group = format == Format::Int8 ? s.padded : group;
     s.groups = (s.padded + s.group - 1) / s.group;
     s.data_at = align_up(at, kSectionAlign);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/model/tensor.h"
+#include "engine/quant/quantize.h"
 
 namespace inkling::experts {
 
@@ -28,8 +29,6 @@ inline constexpr const char* kFileName = "experts.inkx";
 enum class Format { Int8, Int4 };
 const char* format_name(Format f);  // "int8", "int4"
 Format parse_format(const std::string& name);  // throws std::invalid_argument
-
-inline std::int64_t padded_cols(std::int64_t cols) { return (cols + 31) / 32 * 32; }
 
 // Where one quantized matrix sits inside a record.
 struct MatrixSection {
