@@ -2,6 +2,7 @@
 //
 //   inkling run  --model DIR (--prompt TEXT | --ids 7,42,199) [-n N] [--chat] [--audio F.dmel] …
 //   inkling info --model DIR
+//   inkling convert SRC DST [--experts int4|int8] [--dense keep|int8|int4g64] [--keep-audio]
 //
 // Errors go to stderr with a non-zero exit; nothing is printed half-way as if it worked.
 #include <chrono>
@@ -16,10 +17,14 @@
 #include <cxxopts.hpp>
 #include <nlohmann/json.hpp>
 
+#include "engine/bench/expert_cache_bench.h"
 #include "engine/bench/memory_bandwidth.h"
 #include "engine/bench/serve_bench.h"
+#include "engine/convert/convert.h"
+#include "engine/convert/report.h"
 #include "engine/cpu/kernels.h"
 #include "engine/eval/perplexity.h"
+#include "engine/experts/expert_cache.h"
 #include "engine/forward/forward.h"
 #include "engine/model/tokenizer.h"
 #include "engine/model/weights.h"
@@ -68,6 +73,18 @@ std::optional<inkling::model::Tokenizer> load_tokenizer(const inkling::model::Mo
 
 void apply_common(const cxxopts::ParseResult& args) {
     if (args.count("isa")) inkling::cpu::set_isa(inkling::cpu::parse_isa(args["isa"].as<std::string>()));
+}
+
+// The expert cache of a converted model under --cap/--ram-gb/--pin/--usage-file (null for
+// a mapped one). It saves the usage history when the last owner lets go.
+std::shared_ptr<inkling::experts::ExpertCache> cache_for(const inkling::model::Model& model,
+                                                         const cxxopts::ParseResult& args) {
+    inkling::experts::CacheFlags f;
+    if (args.count("cap")) f.cap = args["cap"].as<int>();
+    if (args.count("ram-gb")) f.ram_gb = args["ram-gb"].as<double>();
+    if (args.count("pin")) f.pins = args["pin"].as<int>();
+    if (args.count("usage-file")) f.usage_file = args["usage-file"].as<std::string>();
+    return inkling::experts::make_cache(model, f);
 }
 
 int cmd_info(const cxxopts::ParseResult& args) {
@@ -147,7 +164,7 @@ int cmd_run(const cxxopts::ParseResult& args) {
         throw std::runtime_error("prompt (" + std::to_string(prompt.size()) + ") + -n (" + std::to_string(n_gen) +
                                  ") exceed --ctx " + std::to_string(ctx));
     inkling::cpu::ThreadPool pool(args["threads"].as<unsigned>());
-    inkling::forward::Forward fw(model, pool);
+    inkling::forward::Forward fw(model, pool, cache_for(model, args));
     auto state = inkling::forward::make_session(c, ctx);
     inkling::forward::AudioCursor audio{dmel, 0};
 
@@ -236,7 +253,7 @@ int cmd_eval(const cxxopts::ParseResult& args) {
     }
     const std::int64_t window = args.count("ctx") ? args["ctx"].as<std::int64_t>() : 1024;
     inkling::cpu::ThreadPool pool(args["threads"].as<unsigned>());
-    inkling::forward::Forward fw(model, pool);
+    inkling::forward::Forward fw(model, pool, cache_for(model, args));
     const auto t0 = Clock::now();
     auto s = inkling::eval::score(fw, ids, window);
     const double secs = seconds_since(t0);
@@ -268,7 +285,7 @@ int cmd_serve(const cxxopts::ParseResult& args) {
     if (o.context < 2) throw std::runtime_error("--ctx must be at least 2");
     if (o.prefill_chunk < 1) throw std::runtime_error("--prefill-chunk must be at least 1");
     inkling::cpu::ThreadPool pool(args["threads"].as<unsigned>());
-    inkling::serve::Scheduler scheduler(model, tokenizer ? &*tokenizer : nullptr, pool, o);
+    inkling::serve::Scheduler scheduler(model, tokenizer ? &*tokenizer : nullptr, pool, o, cache_for(model, args));
     return inkling::serve::serve_stdio(scheduler);
 }
 
@@ -278,7 +295,7 @@ int cmd_bench(const cxxopts::ParseResult& args) {
     const auto& c = model.config;
     inkling::cpu::ThreadPool pool(args["threads"].as<unsigned>());
     const double bandwidth = inkling::bench::measure_read_bandwidth(std::size_t{2} << 30, 5, pool);
-    inkling::forward::Forward fw(model, pool);
+    inkling::forward::Forward fw(model, pool, cache_for(model, args));
     const int P = args["prompt-tokens"].as<int>(), N = args["decode-tokens"].as<int>();
     const auto prompt = inkling::bench::pseudo_prompt(c, P, 1);
     // Warm-up: the first pass pages the weights in from the file.
@@ -287,10 +304,13 @@ int cmd_bench(const cxxopts::ParseResult& args) {
         fw.step(warm, prompt, nullptr, false);
     }
     auto state = inkling::forward::make_session(c, P + N + 1);
+    nlohmann::json j;
     auto t0 = Clock::now();
     auto logits = fw.step(state, prompt, nullptr, false);
     const double prefill_s = seconds_since(t0);
     const std::uint64_t before = fw.weight_bytes_read();
+    auto* cache = fw.expert_cache();
+    const auto cache0 = cache ? cache->counters() : inkling::experts::ExpertCache::Counters{};
     t0 = Clock::now();
     int decoded = 0;
     for (; decoded < N; ++decoded) {
@@ -298,10 +318,10 @@ int cmd_bench(const cxxopts::ParseResult& args) {
         logits = fw.step(state, std::span(&tok, 1), nullptr, false);
     }
     const double decode_s = seconds_since(t0);
+    if (cache) j["expert_cache"] = inkling::bench::expert_cache_figures(*cache, cache0, decoded, decode_s);
     const double bytes_per_token = static_cast<double>(fw.weight_bytes_read() - before) / std::max(decoded, 1);
     const double decode_tps = decoded / decode_s;
     const double achieved = bytes_per_token * decode_tps / 1e9;
-    nlohmann::json j;
     j["model"] = model.dir.string();
     j["threads"] = pool.size();
     j["isa"] = inkling::cpu::isa_name(inkling::cpu::active_isa());
@@ -340,10 +360,44 @@ int cmd_bench(const cxxopts::ParseResult& args) {
     return 0;
 }
 
+// A checkpoint → a directory with int4/int8 experts (docs/convert.md). Its own flags:
+// positional SRC DST, nothing shared with the model commands.
+int cmd_convert(int argc, char** argv) {
+    cxxopts::Options options("inkling convert", "Converts a checkpoint (release or transformers layout).\n"
+                                                "  inkling convert SRC DST [options]");
+    options.positional_help("SRC DST");
+    options.add_options()
+        ("paths", "SRC DST", cxxopts::value<std::vector<std::string>>())
+        ("experts", "routed experts: int4 (groups of 32) or int8 (per row)", cxxopts::value<std::string>()->default_value("int4"))
+        ("dense", "other matrices: keep (as in SRC), int8, int4g64", cxxopts::value<std::string>()->default_value("keep"))
+        ("keep-audio", "keep the audio tower (dropped by default)", cxxopts::value<bool>()->default_value("false"))
+        ("restart", "discard an earlier conversion in DST, finished or not, and start over", cxxopts::value<bool>()->default_value("false"))
+        ("fault-stop-after-records", "tests only: die (SIGKILL) after N expert records, as an interrupted run", cxxopts::value<std::int64_t>()->default_value("-1"))
+        ("h,help", "this help");
+    options.parse_positional({"paths"});
+    auto args = options.parse(argc, argv);
+    const auto paths = args.count("paths") ? args["paths"].as<std::vector<std::string>>() : std::vector<std::string>{};
+    if (args.count("help") || paths.size() != 2) {
+        std::cout << options.help() << "\n";
+        return args.count("help") ? 0 : 2;
+    }
+    inkling::convert::Options o;
+    o.src = paths[0];
+    o.dst = paths[1];
+    o.experts = inkling::experts::parse_format(args["experts"].as<std::string>());
+    o.dense = inkling::convert::parse_dense_mode(args["dense"].as<std::string>());
+    o.keep_audio = args["keep-audio"].as<bool>();
+    o.restart = args["restart"].as<bool>();
+    o.fault_stop_after_records = args["fault-stop-after-records"].as<std::int64_t>();
+    const auto report = inkling::convert::convert(o);
+    std::cout << inkling::convert::summary(report) << std::flush;
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    cxxopts::Options options("inkling", "The Inkling engine.\n  inkling run --model DIR (--prompt TEXT | --ids 1,2,3) [options]\n  inkling serve --model DIR [--slots N] [--ctx N] [--threads N]\n  inkling eval --model DIR (--text FILE | --ids 1,2,3) [--ctx WINDOW]\n  inkling info --model DIR\n  inkling bench --model DIR [--prompt-tokens N] [--decode-tokens N]");
+    cxxopts::Options options("inkling", "The Inkling engine.\n  inkling run --model DIR (--prompt TEXT | --ids 1,2,3) [options]\n  inkling serve --model DIR [--slots N] [--ctx N] [--threads N]\n  inkling eval --model DIR (--text FILE | --ids 1,2,3) [--ctx WINDOW]\n  inkling info --model DIR\n  inkling bench --model DIR [--prompt-tokens N] [--decode-tokens N]\n  inkling convert SRC DST [--experts int4|int8] [--dense keep|int8|int4g64] [--keep-audio]");
     options.positional_help("COMMAND");
     options.add_options()
         ("command", "run | serve | eval | info | bench", cxxopts::value<std::string>())
@@ -372,10 +426,15 @@ int main(int argc, char** argv) {
         ("decode-tokens", "bench: tokens decoded", cxxopts::value<int>()->default_value("32"))
         ("sessions", "bench: concurrent session counts, e.g. 1,2,4,8", cxxopts::value<std::string>())
         ("reuse-tokens", "bench: conversation length for the prefix-reuse TTFT figure (0 = skip)", cxxopts::value<int>()->default_value("0"))
+        ("cap", "converted models: expert cache slots per sparse layer (default: half the free RAM)", cxxopts::value<int>())
+        ("ram-gb", "converted models: the cap that fits this many GB of expert slots", cxxopts::value<double>())
+        ("pin", "converted models: experts pinned per layer from the usage history (default cap/2)", cxxopts::value<int>())
+        ("usage-file", "converted models: expert usage history (default MODEL/expert-usage.json; off: none)", cxxopts::value<std::string>())
         ("json", "print one JSON object (ids, tokens, text, prompt_argmax, last_logits, timings)", cxxopts::value<bool>()->default_value("false"))
         ("h,help", "this help");
     options.parse_positional({"command"});
     try {
+        if (argc >= 2 && std::string(argv[1]) == "convert") return cmd_convert(argc - 1, argv + 1);
         auto args = options.parse(argc, argv);
         if (args.count("help") || !args.count("command")) {
             std::cout << options.help() << "\n";
