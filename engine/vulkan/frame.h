@@ -1,0 +1,54 @@
+// One device frame: dispatches (and copies) recorded into a command buffer, submitted
+// once, waited for when the host needs the results. Each kernel's buffers are bound
+// through a descriptor set taken from the frame's pool, reset when the frame begins.
+//
+// INKLING_VK_FAULT=n (the environment) fakes VK_ERROR_DEVICE_LOST at the n-th submit of
+// the process, and every submit after it: the tests' device loss.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "engine/vulkan/buffer.h"
+#include "engine/vulkan/kernel.h"
+
+namespace inkling::vulkan {
+
+struct Binding {
+    const Buffer* buffer;
+    std::size_t offset = 0;
+    std::size_t bytes = VK_WHOLE_SIZE;  // VK_WHOLE_SIZE: to the buffer's end
+};
+
+class Frame {
+public:
+    explicit Frame(Context& ctx);
+    ~Frame();
+    Frame(const Frame&) = delete;
+    Frame& operator=(const Frame&) = delete;
+
+    void begin();  // waits for the previous submit of this frame, if any
+    void dispatch(const Kernel& k, std::span<const Binding> bindings, const void* push, std::uint32_t groups_x,
+                  std::uint32_t groups_y = 1, std::uint32_t groups_z = 1);
+    void copy(const Buffer& src, std::size_t src_offset, const Buffer& dst, std::size_t dst_offset, std::size_t bytes);
+    // Makes every earlier write (shader or copy) visible to every later read.
+    void barrier();
+    void submit();
+    void wait();  // throws DeviceLost
+    void run() { submit(), wait(); }
+
+    // Submits the process made so far (the fault counter), and where the faked loss starts
+    // (0: never; the environment's INKLING_VK_FAULT until set here).
+    static std::uint64_t submits();
+    static void set_fault_at(std::uint64_t n);
+
+private:
+    Context& ctx_;
+    VkCommandPool pool_ = VK_NULL_HANDLE;
+    VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+    VkDescriptorPool descriptors_ = VK_NULL_HANDLE;
+    VkFence fence_ = VK_NULL_HANDLE;
+    bool recording_ = false, pending_ = false;
+};
+
+}  // namespace inkling::vulkan
