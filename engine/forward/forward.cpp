@@ -34,10 +34,16 @@ void short_conv(float* x, std::int64_t rows, std::int64_t channels, const float*
     }
 }
 
-Forward::Forward(const model::Model& model, cpu::ThreadPool& pool)
-    : model_(model), c_(model.config), w_(model.weights), pool_(pool) {
+Forward::Forward(const model::Model& model, cpu::ThreadPool& pool, std::shared_ptr<experts::ExpertCache> cache)
+    : model_(model), c_(model.config), w_(model.weights), pool_(pool), cache_(std::move(cache)) {
     for (int i = 0; i < c_.layers; ++i)
         expert_uses_.emplace_back(c_.kinds[i].sparse ? static_cast<std::size_t>(c_.experts) : 0, 0);
+    if (model.experts && !cache_) {
+        experts::CacheOptions o;
+        o.cap = experts::default_cap(*model.experts, w_.matrix_bytes);
+        cache_ = std::make_shared<experts::ExpertCache>(model.experts, o);
+    }
+    if (cache_ && !model.experts) throw std::logic_error("an expert cache for a model without experts.inkx");
 }
 
 namespace {
@@ -208,6 +214,23 @@ void Forward::mlp(int layer, std::int64_t S, const float* h, float* out) {
         for (std::int64_t i = 0; i < S * c_.hidden; ++i) out[i] *= L.dense_scale;
 }
 
+namespace {
+// The top `k` experts of one row by sigmoid + correction bias (ties to the lowest id).
+void select_experts(const float* lg, const std::vector<float>& bias, std::int64_t E, std::int64_t K,
+                    std::vector<float>& choice, std::vector<char>& taken, std::vector<std::int64_t>& chosen) {
+    for (std::int64_t e = 0; e < E; ++e) choice[e] = cpu::sigmoid(lg[e]) + bias[e];
+    std::fill(taken.begin(), taken.end(), 0);
+    chosen.clear();
+    for (std::int64_t kk = 0; kk < K; ++kk) {
+        std::int64_t best = -1;
+        for (std::int64_t e = 0; e < E; ++e)
+            if (!taken[e] && (best < 0 || choice[e] > choice[best])) best = e;
+        taken[best] = 1;
+        chosen.push_back(best);
+    }
+}
+}  // namespace
+
 void Forward::moe(int layer, std::int64_t S, const float* h, float* out) {
     const model::LayerWeights& L = w_.layers[layer];
     const std::int64_t D = c_.hidden, E = c_.experts, NS = c_.shared_experts, K = c_.top_k;
@@ -217,22 +240,14 @@ void Forward::moe(int layer, std::int64_t S, const float* h, float* out) {
 
     // Selection by sigmoid + correction bias (ties to the lowest id); combine weights are
     // plain sigmoids normalised together with the shared experts' own.
-    std::vector<std::vector<std::pair<std::int64_t, float>>> by_expert(static_cast<std::size_t>(E));
+    RowWeights by_expert(static_cast<std::size_t>(E));
     std::vector<float> shared_w(static_cast<std::size_t>(S * NS));
     std::vector<float> choice(static_cast<std::size_t>(E));
     std::vector<char> taken(static_cast<std::size_t>(E));
+    std::vector<std::int64_t> chosen;
     for (std::int64_t s = 0; s < S; ++s) {
         const float* lg = logits.data() + s * (E + NS);
-        for (std::int64_t e = 0; e < E; ++e) choice[e] = cpu::sigmoid(lg[e]) + L.router_bias[e];
-        std::fill(taken.begin(), taken.end(), 0);
-        std::vector<std::int64_t> chosen;
-        for (std::int64_t kk = 0; kk < K; ++kk) {
-            std::int64_t best = -1;
-            for (std::int64_t e = 0; e < E; ++e)
-                if (!taken[e] && (best < 0 || choice[e] > choice[best])) best = e;
-            taken[best] = 1;
-            chosen.push_back(best);
-        }
+        select_experts(lg, L.router_bias, E, K, choice, taken, chosen);
         float z = 0.0f;
         for (auto e : chosen) z += cpu::sigmoid(lg[e]);
         for (std::int64_t j = 0; j < NS; ++j) z += cpu::sigmoid(lg[E + j]);
@@ -241,11 +256,59 @@ void Forward::moe(int layer, std::int64_t S, const float* h, float* out) {
         for (std::int64_t j = 0; j < NS; ++j) shared_w[s * NS + j] = cpu::sigmoid(lg[E + j]) * scale;
     }
 
-    for (std::int64_t e = 0; e < E; ++e) expert_uses_[layer][e] += by_expert[e].size();
+    std::vector<int> used;  // the experts this block routes to, in increasing id
+    for (std::int64_t e = 0; e < E; ++e) {
+        const auto n = by_expert[e].size();
+        expert_uses_[layer][e] += n;
+        if (n == 0) continue;
+        used.push_back(static_cast<int>(e));
+        if (cache_) cache_->record_use(layer, static_cast<int>(e), n);
+    }
+    if (cache_) prefetch_after(layer, S, h);
     lap(t, times_.router);
-    // Every expert this block needs — the routed ones over the rows routed to them, the
+    // Routed contributions in increasing expert id (each row's sum has the same order
+    // however rows are batched, and however many rounds the cache needs); the shared
+    // experts summed on their own, then added.
+    std::fill(out, out + S * D, 0.0f);
+    std::vector<std::vector<float>> shared_y;
+    if (!cache_) {
+        std::vector<const model::Ffn*> f;
+        for (int e : used) f.push_back(&L.experts[e]);
+        expert_round(layer, used, f, by_expert, S, h, out, &shared_y);
+    } else {
+        // Rounds of at most `cap` experts: acquire (reading the misses), compute, release.
+        for (std::size_t at = 0; at < used.size();) {
+            const std::span<const int> rest = std::span(used).subspan(at);
+            const std::size_t n = cache_->round_size(layer, rest);
+            lap(t, times_.experts);
+            auto lease = cache_->acquire(layer, rest.first(n));
+            lap(t, times_.expert_io);
+            std::vector<const model::Ffn*> f;
+            for (const auto& ffn : lease.ffn()) f.push_back(&ffn);
+            expert_round(layer, rest.first(n), f, by_expert, S, h, out, at == 0 ? &shared_y : nullptr);
+            at += n;
+        }
+    }
+    if (NS > 0) {
+        std::vector<float> shared_sum(static_cast<std::size_t>(S * D), 0.0f);
+        for (std::int64_t j = 0; j < NS; ++j) {
+            const std::vector<float>& y = shared_y[j];
+            for (std::int64_t s = 0; s < S; ++s)
+                for (std::int64_t d = 0; d < D; ++d) shared_sum[s * D + d] += shared_w[s * NS + j] * y[s * D + d];
+        }
+        for (std::int64_t i = 0; i < S * D; ++i) out[i] += shared_sum[i];
+    }
+    lap(t, times_.experts);
+}
+
+void Forward::expert_round(int layer, std::span<const int> ids, const std::vector<const model::Ffn*>& f,
+                           const RowWeights& by_expert, std::int64_t S, const float* h, float* out,
+                           std::vector<std::vector<float>>* shared_y) {
+    const model::LayerWeights& L = w_.layers[layer];
+    const std::int64_t D = c_.hidden, NS = c_.shared_experts;
+    // Every expert of the round — the routed ones over the rows routed to them, the
     // shared ones over all rows — in two grouped passes (gate+up, then down), so each
-    // expert's weights are read once and the threads are handed work twice per layer.
+    // expert's weights are read once and the threads are handed work twice.
     struct Run {
         const model::Ffn* f;
         std::int64_t rows;
@@ -253,18 +316,16 @@ void Forward::moe(int layer, std::int64_t S, const float* h, float* out) {
         std::vector<float> xs, gate, up, y;
     };
     std::vector<Run> runs;
-    std::vector<std::int64_t> routed;  // expert id of runs[i] for the routed ones
-    for (std::int64_t e = 0; e < E; ++e) {
-        const auto& rows = by_expert[e];
-        if (rows.empty()) continue;
-        Run r{&L.experts[e], static_cast<std::int64_t>(rows.size()), nullptr, {}, {}, {}, {}};
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        const auto& rows = by_expert[ids[i]];
+        Run r{f[i], static_cast<std::int64_t>(rows.size()), nullptr, {}, {}, {}, {}};
         r.xs.resize(static_cast<std::size_t>(r.rows * D));
-        for (std::int64_t i = 0; i < r.rows; ++i) std::copy_n(h + rows[i].first * D, D, r.xs.data() + i * D);
+        for (std::int64_t n = 0; n < r.rows; ++n) std::copy_n(h + rows[n].first * D, D, r.xs.data() + n * D);
         r.x = r.xs.data();
         runs.push_back(std::move(r));
-        routed.push_back(e);
     }
-    for (std::int64_t j = 0; j < NS; ++j) runs.push_back({&L.shared[j], S, h, {}, {}, {}, {}});
+    if (shared_y)
+        for (std::int64_t j = 0; j < NS; ++j) runs.push_back({&L.shared[j], S, h, {}, {}, {}, {}});
     std::vector<cpu::MatJob> jobs;
     for (auto& r : runs) {
         const std::int64_t I = r.f->gate.rows;
@@ -281,11 +342,8 @@ void Forward::moe(int layer, std::int64_t S, const float* h, float* out) {
         jobs.push_back({r.gate.data(), r.rows, &r.f->down, r.y.data()});
     }
     mm_group(jobs);
-    // Routed contributions in increasing expert id (each row's sum has the same order
-    // however rows are batched); the shared experts summed on their own, then added.
-    std::fill(out, out + S * D, 0.0f);
-    for (std::size_t i = 0; i < routed.size(); ++i) {
-        const auto& rows = by_expert[routed[i]];
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        const auto& rows = by_expert[ids[i]];
         const Run& r = runs[i];
         for (std::int64_t n = 0; n < r.rows; ++n) {
             float* o = out + rows[n].first * D;
@@ -293,16 +351,33 @@ void Forward::moe(int layer, std::int64_t S, const float* h, float* out) {
             for (std::int64_t d = 0; d < D; ++d) o[d] += wgt * r.y[n * D + d];
         }
     }
-    if (NS > 0) {
-        std::vector<float> shared_sum(static_cast<std::size_t>(S * D), 0.0f);
-        for (std::int64_t j = 0; j < NS; ++j) {
-            const Run& r = runs[routed.size() + static_cast<std::size_t>(j)];
-            for (std::int64_t s = 0; s < S; ++s)
-                for (std::int64_t d = 0; d < D; ++d) shared_sum[s * D + d] += shared_w[s * NS + j] * r.y[s * D + d];
-        }
-        for (std::int64_t i = 0; i < S * D; ++i) out[i] += shared_sum[i];
+    if (shared_y)
+        for (std::size_t i = ids.size(); i < runs.size(); ++i) shared_y->push_back(std::move(runs[i].y));
+}
+
+void Forward::prefetch_after(int layer, std::int64_t S, const float* h) {
+    if (!cache_->prefetch_enabled()) return;
+    int next = layer + 1;
+    while (next < c_.layers && !c_.kinds[next].sparse) ++next;
+    if (next >= c_.layers) return;
+    // The next sparse layer's router applied to this layer's MoE input: its input will be
+    // this plus one more layer's update, close enough to guess which experts it picks.
+    const model::LayerWeights& N = w_.layers[next];
+    const std::int64_t E = c_.experts, NS = c_.shared_experts, K = c_.top_k;
+    std::vector<float> logits(static_cast<std::size_t>(S * (E + NS)));
+    mm(h, S, N.router, logits.data());
+    std::vector<float> choice(static_cast<std::size_t>(E));
+    std::vector<char> taken(static_cast<std::size_t>(E)), wanted(static_cast<std::size_t>(E), 0);
+    std::vector<std::int64_t> chosen;
+    for (std::int64_t s = 0; s < S; ++s) {
+        select_experts(logits.data() + s * (E + NS), N.router_bias, E, K, choice, taken, chosen);
+        for (auto e : chosen) wanted[e] = 1;
     }
-    lap(t, times_.experts);
+    // Lowest ids first: the next layer's first round takes those.
+    std::vector<int> ids;
+    for (std::int64_t e = 0; e < E; ++e)
+        if (wanted[e]) ids.push_back(static_cast<int>(e));
+    cache_->prefetch(next, ids);
 }
 
 std::vector<float> Forward::step(SessionState& state, std::span<const std::int32_t> ids, AudioCursor* audio,
@@ -387,6 +462,7 @@ std::vector<std::vector<float>> Forward::step_batch(std::span<const Block> block
     std::vector<float> logits(static_cast<std::size_t>(n_out * U));
     mm(y.data(), n_out, w_.lm_head, logits.data());
     lap(t, times_.head);
+    if (cache_) cache_->end_step(static_cast<std::uint64_t>(R));
     std::vector<std::vector<float>> result(blocks.size());
     std::int64_t at = 0;
     for (std::size_t b = 0; b < blocks.size(); ++b) {

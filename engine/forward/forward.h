@@ -9,11 +9,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "engine/cpu/kernels.h"
 #include "engine/cpu/thread_pool.h"
+#include "engine/experts/expert_cache.h"
 #include "engine/forward/session_state.h"
 #include "engine/model/weights.h"
 
@@ -37,7 +39,11 @@ struct Block {
 
 class Forward {
 public:
-    Forward(const model::Model& model, cpu::ThreadPool& pool);
+    // A converted model (model.experts set) reads its routed experts through `cache`; when
+    // none is given the forward makes one of the default size (experts::default_cap), with
+    // no usage file. Experts are computed in rounds of at most the cache's cap, in
+    // increasing id, so every cap gives bitwise the same logits.
+    Forward(const model::Model& model, cpu::ThreadPool& pool, std::shared_ptr<experts::ExpertCache> cache = nullptr);
 
     // Feeds `ids` at positions state.len … state.len+ids.size()-1 and records them.
     // Rows whose id is the audio token take the next frame of `audio` when one is given
@@ -61,10 +67,13 @@ public:
     // Where the time of all steps so far went, in seconds.
     struct PhaseTimes {
         double embed = 0, attention = 0, router = 0, experts = 0, dense = 0, convs_norms = 0, head = 0;
+        double expert_io = 0;  // waiting for the expert cache to read experts in
     };
     const PhaseTimes& phase_times() const { return times_; }
     // Rows routed to each expert so far: [layer][expert] (empty on dense layers).
     const std::vector<std::vector<std::uint64_t>>& expert_uses() const { return expert_uses_; }
+    // The expert cache of a converted model, else null.
+    experts::ExpertCache* expert_cache() const { return cache_.get(); }
 
 private:
     struct Span {  // a block's rows within the batch
@@ -75,6 +84,15 @@ private:
     void attention(int layer, const std::vector<Span>& spans, std::int64_t rows, const float* h, float* out);
     void mlp(int layer, std::int64_t rows, const float* h, float* out);
     void moe(int layer, std::int64_t rows, const float* h, float* out);
+    // Routed experts `ids` (weights `f`, rows `by_expert[id]`) and, with `shared_y`, the
+    // shared experts over all rows: computes them and adds the routed contributions to
+    // `out` in the order of `ids`; the shared experts' outputs go to *shared_y.
+    using RowWeights = std::vector<std::vector<std::pair<std::int64_t, float>>>;
+    void expert_round(int layer, std::span<const int> ids, const std::vector<const model::Ffn*>& f,
+                      const RowWeights& by_expert, std::int64_t rows, const float* h, float* out,
+                      std::vector<std::vector<float>>* shared_y);
+    // Starts reading the experts the next sparse layer will likely pick for these rows.
+    void prefetch_after(int layer, std::int64_t rows, const float* h);
     void ffn(const model::Ffn& f, std::int64_t rows, const float* x, float* out);
     void mm(const float* x, std::int64_t rows, const model::Matrix& w, float* y);
     void mm_group(const std::vector<cpu::MatJob>& jobs);
@@ -86,6 +104,7 @@ private:
     std::uint64_t weight_bytes_read_ = 0;
     PhaseTimes times_;
     std::vector<std::vector<std::uint64_t>> expert_uses_;
+    std::shared_ptr<experts::ExpertCache> cache_;
 };
 
 // Depthwise causal short conv with the residual inside, over `rows` rows of `channels`:

@@ -1,5 +1,7 @@
 #include "engine/model/weights.h"
 
+#include "engine/experts/expert_store.h"
+
 #include <cstdio>
 #include <set>
 #include <stdexcept>
@@ -95,7 +97,7 @@ std::vector<float> conv_weights(Binder& b, const std::string& name, std::int64_t
 
 }  // namespace
 
-Weights bind_weights(const Config& c, const SafetensorsSet& set) {
+Weights bind_weights(const Config& c, const SafetensorsSet& set, bool routed_in_container) {
     Binder b(set);
     Weights w;
     const auto& all = set.tensors();
@@ -174,11 +176,13 @@ Weights bind_weights(const Config& c, const SafetensorsSet& set) {
             L.router = b.matrix(m + "gate.weight", E + S, D);
             L.router_bias = b.vec(m + (release ? "gate.bias" : "gate.e_score_correction_bias"), {E});
             L.router_scale = b.scalar(m + "gate.global_scale");
-            auto fused = b.stacked(m + (release ? "experts.w13_weight" : "experts.gate_up_proj"), E, 2 * I, D);
-            auto down = b.stacked(m + (release ? "experts.w2_weight" : "experts.down_proj"), E, D, I);
-            for (std::int64_t e = 0; e < E; ++e) {
-                auto [gate, up] = split_gate_up(fused[e], release);
-                L.experts.push_back({gate, up, down[e]});
+            if (!routed_in_container) {
+                auto fused = b.stacked(m + (release ? "experts.w13_weight" : "experts.gate_up_proj"), E, 2 * I, D);
+                auto down = b.stacked(m + (release ? "experts.w2_weight" : "experts.down_proj"), E, D, I);
+                for (std::int64_t e = 0; e < E; ++e) {
+                    auto [gate, up] = split_gate_up(fused[e], release);
+                    L.experts.push_back({gate, up, down[e]});
+                }
             }
             if (S > 0) {
                 const std::string s = m + "shared_experts.";
@@ -225,8 +229,12 @@ Model load_model(const std::filesystem::path& dir) {
     m.dir = dir;
     m.config = load_config(dir);
     m.tensors = SafetensorsSet::open_dir(dir);
+    if (std::filesystem::exists(dir / experts::kFileName)) {
+        m.experts = experts::ExpertStore::open(dir / experts::kFileName);
+        m.experts->check_config(m.config);
+    }
     try {
-        m.weights = bind_weights(m.config, m.tensors);
+        m.weights = bind_weights(m.config, m.tensors, m.experts != nullptr);
     } catch (const std::runtime_error& e) {
         throw std::runtime_error(dir.string() + ": " + e.what());
     }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,10 @@
 #include "engine/model/config.h"
 #include "engine/model/safetensors.h"
 #include "engine/model/tensor.h"
+
+namespace inkling::experts {
+class ExpertStore;
+}
 
 namespace inkling::model {
 
@@ -34,7 +39,7 @@ struct LayerWeights {
     Matrix router;                 // [experts + shared, D]
     std::vector<float> router_bias;  // [experts], selection only
     float router_scale = 1.0f;
-    std::vector<Ffn> experts;
+    std::vector<Ffn> experts;  // empty when the routed experts live in experts.inkx
     std::vector<Ffn> shared;
 };
 
@@ -55,11 +60,18 @@ struct Model {
     SafetensorsSet tensors;
     Weights weights;
     std::filesystem::path dir;
+    // A converted model's routed experts (`experts.inkx`, read through an expert cache);
+    // null when they are tensors in the safetensors files.
+    std::shared_ptr<experts::ExpertStore> experts;
 };
 
 // Loads config.json and every tensor; checks each shape against the config. Throws
-// std::runtime_error naming the tensor, the expected and the found shape.
+// std::runtime_error naming the tensor, the expected and the found shape. A directory
+// with experts.inkx (written by `inkling convert`) takes its routed experts from there:
+// the container's geometry must match config.json.
 Model load_model(const std::filesystem::path& dir);
-Weights bind_weights(const Config& config, const SafetensorsSet& tensors);
+// `routed_in_container`: the sparse layers' routed expert tensors are not bound (nor
+// demanded); LayerWeights::experts stays empty.
+Weights bind_weights(const Config& config, const SafetensorsSet& tensors, bool routed_in_container = false);
 
 }  // namespace inkling::model

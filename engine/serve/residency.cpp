@@ -15,7 +15,8 @@ bool page_resident(const void* p) {
     return vec & 1;
 }
 
-nlohmann::json expert_residency(const model::Model& model, const std::vector<std::vector<std::uint64_t>>& uses) {
+nlohmann::json expert_residency(const model::Model& model, const std::vector<std::vector<std::uint64_t>>& uses,
+                                const experts::ExpertCache* cache) {
     const auto& c = model.config;
     static const char* hex = "0123456789abcdef";
     std::string map;
@@ -26,11 +27,16 @@ nlohmann::json expert_residency(const model::Model& model, const std::vector<std
         ++rows;
         const auto& experts = model.weights.layers[i].experts;
         for (int e = 0; e < c.experts; ++e) {
-            const auto& f = experts[e];
-            // An expert counts as in RAM when the first and last pages of each of its
-            // three matrices are.
-            bool ram = page_resident(f.gate.data) && page_resident(f.up.data) && page_resident(f.down.data) &&
-                       page_resident(f.down.data + f.down.bytes() - 1);
+            bool ram = false;
+            if (cache) {
+                ram = cache->resident(i, e);
+            } else {
+                // An expert counts as in RAM when the first and last pages of each of its
+                // three matrices are.
+                const auto& f = experts[e];
+                ram = page_resident(f.gate.data) && page_resident(f.up.data) && page_resident(f.down.data) &&
+                      page_resident(f.down.data + f.down.bytes() - 1);
+            }
             std::uint64_t n = i < static_cast<int>(uses.size()) && e < static_cast<int>(uses[i].size()) ? uses[i][e] : 0;
             unsigned heat = std::min<unsigned>(63, static_cast<unsigned>(std::bit_width(n)));
             unsigned byte = (ram ? 1u : 0u) << 6 | heat;

@@ -1,6 +1,7 @@
 // The expert residency map of the STATS frame: one byte per (MoE layer, expert),
-// `tier << 6 | heat`. Tier: 0 = on disk, 1 = in RAM (the expert's pages are in the page
-// cache, asked of the kernel with mincore), 2 = on a device (#6). Heat: the bit length of
+// `tier << 6 | heat`. Tier: 0 = on disk, 1 = in RAM (a converted model: the expert sits in
+// a slot of the expert cache; a mapped one: its pages are in the page cache, asked of the
+// kernel with mincore), 2 = on a device (#6). Heat: the bit length of
 // how many rows were routed to the expert, capped at 63.
 #pragma once
 
@@ -10,11 +11,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/experts/expert_cache.h"
 #include "engine/model/weights.h"
 
 namespace inkling::serve {
 
-nlohmann::json expert_residency(const model::Model& model, const std::vector<std::vector<std::uint64_t>>& uses);
+// `cache`: the converted model's expert cache (null for a mapped model).
+nlohmann::json expert_residency(const model::Model& model, const std::vector<std::vector<std::uint64_t>>& uses,
+                                const experts::ExpertCache* cache = nullptr);
 
 // True when the page holding `p` is resident in memory.
 bool page_resident(const void* p);

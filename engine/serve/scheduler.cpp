@@ -69,6 +69,7 @@ struct Scheduler::Active {
     std::vector<std::int32_t> history;  // prompt + generated, for the repetition penalty
     std::vector<float> last_row;        // logits of the previous prompt row (ECHO needs it)
     std::uint64_t last_prefill_round = 0;
+    std::uint64_t cache_hits0 = 0, cache_misses0 = 0;  // the expert cache's counters at ACCEPT
     sampling::Sampler sampler;
     Clock::time_point accepted_at, first_token_at, prefill_done_at;
 
@@ -77,8 +78,9 @@ struct Scheduler::Active {
 };
 
 Scheduler::Scheduler(const model::Model& model, const model::Tokenizer* tokenizer, cpu::ThreadPool& pool,
-                     const ServeOptions& options)
-    : model_(model), tokenizer_(tokenizer), options_(options), forward_(model, pool), pins_(options.pins) {
+                     const ServeOptions& options, std::shared_ptr<experts::ExpertCache> cache)
+    : model_(model), tokenizer_(tokenizer), options_(options), forward_(model, pool, std::move(cache)),
+      pins_(options.pins) {
     for (int i = 0; i < options.slots; ++i) slots_.push_back(forward::make_session(model.config, options.context));
 }
 
@@ -163,6 +165,11 @@ void Scheduler::submit(const protocol::Submit& r, FrameSink& out) {
     a->budget = std::min<std::int64_t>(static_cast<std::int64_t>(r.max_tokens), options_.context - P);
     a->history = a->prompt;
     a->accepted_at = Clock::now();
+    if (const auto* cache = forward_.expert_cache()) {
+        const auto k = cache->counters();
+        a->cache_hits0 = k.hits;
+        a->cache_misses0 = k.misses;
+    }
 
     // Reuse: the slot's record is a strict prefix of this prompt (never across audio, never
     // for a prompt read-out, which needs every position), else the deepest pinned snapshot.
@@ -246,7 +253,15 @@ void Scheduler::finish(Active& a, bool length_limited, FrameSink& out) {
     const double decode_ms = ms_between(prefill_end, now);
     const double tok_s = a.emitted > 1 && decode_ms > 0 ? (a.emitted - 1) / (decode_ms / 1000.0) : 0.0;
     const double ttft = a.emitted > 0 ? ms_between(a.accepted_at, a.first_token_at) : 0.0;
-    protocol::DoneStats s{static_cast<std::uint64_t>(a.emitted), tok_s, 100.0, resident_gb(),
+    // The expert cache's hit rate over the rounds this request was in (shared with the
+    // requests batched with it); a mapped model has every expert at hand.
+    double hit_pct = 100.0;
+    if (const auto* cache = forward_.expert_cache()) {
+        const auto k = cache->counters();
+        const std::uint64_t hits = k.hits - a.cache_hits0, misses = k.misses - a.cache_misses0;
+        if (hits + misses > 0) hit_pct = 100.0 * static_cast<double>(hits) / static_cast<double>(hits + misses);
+    }
+    protocol::DoneStats s{static_cast<std::uint64_t>(a.emitted), tok_s, hit_pct, resident_gb(),
                           static_cast<std::uint64_t>(a.prompt.size()), length_limited,
                           {{"reused", std::to_string(a.reused)},
                            {"ttft_ms", protocol::format_fixed(ttft, 1)},
@@ -381,17 +396,26 @@ nlohmann::json Scheduler::stats() const {
             {"prompt_tokens_reused", tokens_reused_},
             {"decode_tok_s", last_decode_tok_s_},
             {"prefill_tok_s", last_prefill_tok_s_},
-            // Every expert is memory-mapped with the model: no cache misses to count.
-            {"expert_cache", {{"mode", "mmap"}, {"hit_pct", 100.0}}},
-            {"experts", expert_residency(model_, forward_.expert_uses())},
+            {"expert_cache", expert_cache_stats()},
+            {"experts", expert_residency(model_, forward_.expert_uses(), forward_.expert_cache())},
             {"phases_ms", phases_ms()}};
 }
 
 nlohmann::json Scheduler::phases_ms() const {
     const auto& p = forward_.phase_times();
     return {{"embed", p.embed * 1e3},   {"attention", p.attention * 1e3}, {"router", p.router * 1e3},
-            {"experts", p.experts * 1e3}, {"dense_mlp", p.dense * 1e3},
+            {"experts", p.experts * 1e3}, {"expert_io", p.expert_io * 1e3}, {"dense_mlp", p.dense * 1e3},
             {"convs_norms", p.convs_norms * 1e3}, {"lm_head", p.head * 1e3}};
+}
+
+nlohmann::json Scheduler::expert_cache_stats() const {
+    const auto* cache = forward_.expert_cache();
+    // A mapped model: every expert is memory-mapped with it, no cache misses to count.
+    if (!cache) return {{"mode", "mmap"}, {"hit_pct", 100.0}};
+    const auto k = cache->counters();
+    return {{"mode", "cache"},           {"cap", cache->cap()},       {"pinned", cache->pinned_total()},
+            {"hits", k.hits},            {"misses", k.misses},        {"hit_pct", k.hit_pct()},
+            {"bytes_read", k.bytes_read}, {"read_ms", k.read_s * 1e3}};
 }
 
 protocol::Submit ids_request(const std::string& id, int slot, const std::vector<std::int32_t>& ids, int max_tokens) {

@@ -47,8 +47,9 @@ public:
 
 class Scheduler {
 public:
+    // `cache`: a converted model's expert cache (else the forward makes a default one).
     Scheduler(const model::Model& model, const model::Tokenizer* tokenizer, cpu::ThreadPool& pool,
-              const ServeOptions& options);
+              const ServeOptions& options, std::shared_ptr<experts::ExpertCache> cache = nullptr);
     ~Scheduler();
 
     // Validates and admits: exactly one ACCEPT or one ERROR goes to `out`.
@@ -71,6 +72,7 @@ private:
     protocol::TokenLogprobs logprobs_of(const float* logits, std::int32_t chosen, std::uint32_t k) const;
     void erase(const std::string& id);
     nlohmann::json phases_ms() const;
+    nlohmann::json expert_cache_stats() const;
 
     const model::Model& model_;
     const model::Tokenizer* tokenizer_;

@@ -1,0 +1,348 @@
+// The expert store, cache and usage history on small synthetic containers (records of
+// known bytes): reads and CRCs, every way a container can be broken, LRU with pins,
+// rounds, prefetch, counters, and the usage file's round trip, decay and corruption.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include "engine/experts/expert_cache.h"
+#include "engine/experts/expert_store.h"
+#include "engine/experts/usage_history.h"
+#include "tests/experts/error_of.h"
+
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+using namespace inkling;
+using test_errors::error_of;
+using experts::ExpertCache;
+using experts::ExpertStore;
+
+namespace {
+
+// A scratch folder removed at the end.
+struct TempDir {
+    fs::path dir;
+    explicit TempDir(const std::string& name) {
+        dir = fs::temp_directory_path() / ("inkling-experts-" + std::to_string(getpid()) + "-" + name);
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+    }
+    ~TempDir() { fs::remove_all(dir); }
+};
+
+// Byte i of record (layer slot s, expert e): a pattern that tells records apart.
+std::byte pattern(int s, int e, std::int64_t i) {
+    return static_cast<std::byte>((s * 131 + e * 17 + i * 7 + i / 4096) & 0xff);
+}
+
+// A container of `experts` int8 experts (hidden 64, width 32) on `layers` whose records
+// hold pattern() bytes.
+experts::ContainerHeader write_container(const fs::path& path, std::vector<int> layers, int experts) {
+    experts::ContainerHeader h;
+    h.format = experts::Format::Int8;
+    h.group = 0;
+    h.hidden = 64;
+    h.inter = 32;
+    h.experts = experts;
+    h.layers = std::move(layers);
+    h.source = "synthetic";
+    h.record_bytes = experts::record_layout(h.format, 32, h.hidden, h.inter).bytes;
+    std::vector<std::vector<std::byte>> records;
+    std::vector<std::uint32_t> crcs;
+    for (std::size_t s = 0; s < h.layers.size(); ++s)
+        for (int e = 0; e < experts; ++e) {
+            std::vector<std::byte> r(static_cast<std::size_t>(h.record_bytes));
+            for (std::size_t i = 0; i < r.size(); ++i) r[i] = pattern(static_cast<int>(s), e, static_cast<std::int64_t>(i));
+            crcs.push_back(experts::crc32(r.data(), r.size()));
+            records.push_back(std::move(r));
+        }
+    auto head = experts::encode_header(h, crcs);
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(head.data()), static_cast<std::streamsize>(head.size()));
+    for (const auto& r : records) out.write(reinterpret_cast<const char*>(r.data()), static_cast<std::streamsize>(r.size()));
+    return h;
+}
+
+experts::CacheOptions options(int cap, int pins, bool prefetch = true, fs::path usage_file = {}) {
+    experts::CacheOptions o;
+    o.cap = cap;
+    o.pins = pins;
+    o.prefetch = prefetch;
+    o.usage_file = std::move(usage_file);
+    return o;
+}
+
+bool holds(const std::byte* buf, std::int64_t bytes, int s, int e) {
+    for (std::int64_t i = 0; i < bytes; i += 97)
+        if (buf[i] != pattern(s, e, i)) return false;
+    return true;
+}
+
+void flip_byte(const fs::path& path, std::int64_t at) {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(at);
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x5a);
+    f.seekp(at);
+    f.write(&c, 1);
+}
+
+// The record a slot view points into: the gate matrix's data sits at the record's start.
+const std::byte* record_of(const model::Ffn& f, const ExpertStore& s) { return f.gate.data - s.layout().gate.data_at; }
+
+}  // namespace
+
+TEST_CASE("the store reads each record whole, around the page cache, and views its three matrices") {
+    TempDir t("store");
+    auto h = write_container(t.dir / "experts.inkx", {1, 3}, 4);
+    auto store = ExpertStore::open(t.dir / "experts.inkx");
+    CHECK(store->record_bytes() == h.record_bytes);
+    CHECK(store->layer_slot(3) == 1);
+    CHECK(store->layer_slot(2) == -1);
+    auto buf = experts::aligned_buffer(static_cast<std::size_t>(store->record_bytes()));
+    for (int s = 0; s < 2; ++s)
+        for (int e = 0; e < 4; ++e) {
+            store->read(h.layers[s], e, buf.get());
+            CHECK(holds(buf.get(), store->record_bytes(), s, e));
+        }
+    auto f = store->view(buf.get());
+    CHECK(f.gate.dtype == model::DType::I8);
+    CHECK(f.gate.rows == 32);
+    CHECK(f.gate.cols == 64);
+    CHECK(f.down.rows == 64);
+    CHECK(f.down.cols == 32);
+    CHECK(record_of(f, *store) == buf.get());
+    const auto k = store->counters();
+    CHECK(k.reads == 8);
+    CHECK(k.bytes == static_cast<std::uint64_t>(8 * h.record_bytes));
+    CHECK(error_of([&] { store->read(2, 0, buf.get()); }).find("no record for layer 2") != std::string::npos);
+    CHECK(experts::sequential_read_rate(t.dir / "experts.inkx", 1 << 20) > 0);
+}
+
+TEST_CASE("a broken container is a clear error: bad magic, truncation, a flipped record byte, another model") {
+    TempDir t("broken");
+    const fs::path p = t.dir / "experts.inkx";
+    auto h = write_container(p, {2, 4}, 3);
+    {
+        flip_byte(p, 0);
+        CHECK(error_of([&] { ExpertStore::open(p); }).find("bad magic") != std::string::npos);
+        flip_byte(p, 0);
+    }
+    {
+        fs::resize_file(p, static_cast<std::uintmax_t>(h.file_bytes() - 100));
+        auto e = error_of([&] { ExpertStore::open(p); });
+        CHECK(e.find(p.string()) != std::string::npos);
+        CHECK(e.find("truncated") != std::string::npos);
+        write_container(p, {2, 4}, 3);
+    }
+    {
+        // Layer 4 (second in the file), expert 1: a CRC error naming both, on every read
+        // until the file is fixed; other records still read.
+        flip_byte(p, h.record_offset(3 + 1) + 1234);
+        auto store = ExpertStore::open(p);
+        auto buf = experts::aligned_buffer(static_cast<std::size_t>(store->record_bytes()));
+        auto e = error_of([&] { store->read(4, 1, buf.get()); });
+        CHECK(e.find(p.string()) != std::string::npos);
+        CHECK(e.find("CRC mismatch") != std::string::npos);
+        CHECK(e.find("layer 4, expert 1") != std::string::npos);
+        CHECK(error_of([&] { store->read(4, 1, buf.get()); }).find("CRC mismatch") != std::string::npos);
+        CHECK_NOTHROW(store->read(4, 0, buf.get()));
+        // Through the cache: acquire reports it, and the cache goes on serving.
+        ExpertCache cache(store, options(2, 0));
+        std::vector<int> bad{1}, good{0, 2};
+        CHECK(error_of([&] { cache.acquire(4, bad); }).find("layer 4, expert 1") != std::string::npos);
+        CHECK(!cache.resident(4, 1));
+        auto lease = cache.acquire(4, good);
+        CHECK(holds(record_of(lease.ffn()[1], *store), store->record_bytes(), 1, 2));
+    }
+    {
+        write_container(p, {2, 4}, 3);
+        auto store = ExpertStore::open(p);
+        model::Config c;
+        c.hidden = 64;
+        c.moe_inter = 32;
+        c.experts = 3;
+        c.layers = 5;
+        c.kinds.assign(5, {});
+        c.kinds[2].sparse = c.kinds[4].sparse = true;
+        CHECK_NOTHROW(store->check_config(c));
+        c.experts = 4;
+        CHECK(error_of([&] { store->check_config(c); }).find("expert count is 3 in the container but 4") !=
+              std::string::npos);
+        c.experts = 3;
+        c.kinds[3].sparse = true;
+        CHECK(error_of([&] { store->check_config(c); }).find("sparse layer list is [2,4] in the container but [2,3,4]") !=
+              std::string::npos);
+        c.kinds[3].sparse = false;
+        c.hidden = 128;
+        CHECK(error_of([&] { store->check_config(c); }).find("hidden is 64") != std::string::npos);
+    }
+}
+
+TEST_CASE("the cache: least recently used out, hits and misses counted, views valid while leased") {
+    TempDir t("lru");
+    write_container(t.dir / "experts.inkx", {0}, 6);
+    auto store = ExpertStore::open(t.dir / "experts.inkx");
+    ExpertCache cache(store, options(3, 0, false));
+    CHECK(cache.cap() == 3);
+    CHECK(cache.pinned_total() == 0);
+    auto take = [&](std::vector<int> ids) {
+        auto lease = cache.acquire(0, ids);
+        REQUIRE(lease.ffn().size() == ids.size());
+        for (std::size_t i = 0; i < ids.size(); ++i)
+            CHECK(holds(record_of(lease.ffn()[i], *store), store->record_bytes(), 0, ids[i]));
+    };
+    take({0, 1, 2});  // 3 misses, read in parallel
+    take({1});        // hit
+    take({3});        // evicts 0 (least recently used)
+    CHECK(!cache.resident(0, 0));
+    CHECK(cache.resident(0, 1));
+    CHECK(cache.resident(0, 2));
+    CHECK(cache.resident(0, 3));
+    take({4, 5});     // evicts 2 and 1
+    CHECK(cache.resident(0, 3));
+    CHECK(!cache.resident(0, 1));
+    auto k = cache.counters();
+    CHECK(k.hits == 1);
+    CHECK(k.misses == 6);
+    CHECK(k.bytes_read == static_cast<std::uint64_t>(6 * store->record_bytes()));
+    CHECK(k.hit_pct() == doctest::Approx(100.0 / 7));
+    // A round never holds more than the slots.
+    std::vector<int> all{0, 1, 2, 3, 4, 5};
+    CHECK(cache.round_size(0, all) == 3);
+    CHECK(cache.slot_bytes() == static_cast<std::size_t>(3 * store->record_bytes()));
+}
+
+TEST_CASE("pinned experts are read at start, never evicted, and leave the rest of the slots to the round") {
+    TempDir t("pins");
+    write_container(t.dir / "experts.inkx", {1, 2}, 8);
+    experts::UsageHistory h({1, 2}, 8);
+    h.add(0, 5, 10);
+    h.add(0, 2, 7);
+    h.add(0, 6, 1);
+    h.add(1, 7, 3);  // layer 2: one expert with any use, so one pin
+    h.save(t.dir / "usage.json");
+    auto store = ExpertStore::open(t.dir / "experts.inkx");
+    ExpertCache cache(store, options(4, 2, false, t.dir / "usage.json"));
+    CHECK(cache.pinned_total() == 3);
+    CHECK(cache.pinned(1, 5));
+    CHECK(cache.pinned(1, 2));
+    CHECK(!cache.pinned(1, 6));
+    CHECK(cache.pinned(2, 7));
+    CHECK(cache.resident(1, 5));
+    CHECK(cache.resident(2, 7));
+    CHECK(store->counters().reads == 3);
+    // Layer 1 has 2 free slots: a round takes pinned experts freely, two others at most.
+    std::vector<int> ids{0, 1, 2, 3, 5};
+    CHECK(cache.round_size(1, ids) == 3);  // 0, 1, pinned 2; then 3 would be the third other
+    std::vector<int> tail{3, 5};
+    CHECK(cache.round_size(1, tail) == 2);
+    for (int round = 0; round < 3; ++round)
+        for (int e : {0, 1, 3, 4, 6}) {
+            std::vector<int> one{e};
+            cache.acquire(1, one);
+        }
+    CHECK(cache.resident(1, 5));
+    CHECK(cache.resident(1, 2));
+    CHECK(cache.counters().hits == 0);  // two free slots for five experts round robin
+}
+
+TEST_CASE("prefetch fills free slots without blocking, and the next acquire finds them") {
+    TempDir t("prefetch");
+    write_container(t.dir / "experts.inkx", {0, 1}, 8);
+    auto store = ExpertStore::open(t.dir / "experts.inkx");
+    ExpertCache cache(store, options(2, 0));
+    std::vector<int> want{3, 5, 6};
+    cache.prefetch(1, want);  // two slots: 3 and 5
+    std::vector<int> ids{3, 5};
+    auto lease = cache.acquire(1, ids);
+    CHECK(holds(record_of(lease.ffn()[0], *store), store->record_bytes(), 1, 3));
+    const auto k = cache.counters();
+    CHECK(k.prefetched == 2);
+    CHECK(k.hits == 2);
+    CHECK(k.prefetch_hits == 2);
+    CHECK(k.misses == 0);
+    // Slots in use are not taken by a prefetch.
+    std::vector<int> other{0, 1};
+    cache.prefetch(1, other);
+    CHECK(cache.counters().prefetched == 2);
+    lease.release();
+    cache.prefetch(1, other);
+    CHECK(cache.counters().prefetched == 4);
+}
+
+TEST_CASE("the usage history: round trip, decay by half-life, the top experts, broken files start empty") {
+    TempDir t("usage");
+    const fs::path p = t.dir / "expert-usage.json";
+    experts::UsageHistory h({2, 5}, 4, 100.0);
+    h.add(0, 1, 8);
+    h.add(0, 3, 8);
+    h.add(0, 2, 9);
+    h.add(1, 0, 2);
+    CHECK(h.top(0, 2) == std::vector<int>{2, 1});  // ties: the lower id
+    CHECK(h.top(1, 3) == std::vector<int>{0});      // only experts with a count
+    h.add_tokens(100);                              // one half-life
+    CHECK(h.count(0, 2) == doctest::Approx(4.5));
+    h.add_tokens(50);
+    CHECK(h.count(1, 0) == doctest::Approx(1.0 / std::sqrt(2.0)));
+    h.save(p);
+    std::string warning;
+    auto back = experts::UsageHistory::load(p, {2, 5}, 4, warning);
+    CHECK(warning.empty());
+    CHECK(back.tokens() == 150);
+    CHECK(back.half_life() == 100.0);
+    CHECK(back.count(0, 2) == h.count(0, 2));
+    CHECK(back.top(0, 4) == h.top(0, 4));
+    for (const auto& e : fs::directory_iterator(t.dir)) CHECK(e.path() == p);  // no temporary left
+
+    auto load_warning = [&](const std::string& bytes, std::vector<int> layers = {2, 5}, int experts = 4) {
+        std::ofstream(p, std::ios::trunc) << bytes;
+        auto l = experts::UsageHistory::load(p, layers, experts, warning);
+        CHECK(l.top(0, 4).empty());
+        return warning;
+    };
+    CHECK(load_warning("{\"kind\":\"inkling-expert-usage\",\"vers").find("corrupt") != std::string::npos);
+    CHECK(load_warning("[1,2]").find("not an expert usage file") != std::string::npos);
+    h.save(p);
+    std::ifstream in(p);
+    std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(load_warning(good, {2, 6}).find("another model") != std::string::npos);
+    CHECK(load_warning(good, {2, 5}, 8).find("another model") != std::string::npos);
+    auto j = nlohmann::json::parse(good);
+    j["counts"][0][1] = -1;
+    CHECK(load_warning(j.dump()).find("not negative") != std::string::npos);
+    fs::remove(p);
+    experts::UsageHistory::load(p, {2, 5}, 4, warning);
+    CHECK(warning.empty());  // no file yet: nothing to warn about
+    // The cache starts from a corrupt file with a warning and no pins, and saves over it.
+    write_container(t.dir / "experts.inkx", {2, 5}, 4);
+    std::ofstream(p, std::ios::trunc) << "garbage";
+    {
+        ExpertCache cache(ExpertStore::open(t.dir / "experts.inkx"), options(2, -1, true, p));
+        CHECK(cache.pinned_total() == 0);
+        cache.record_use(5, 3, 4);
+    }
+    auto saved = experts::UsageHistory::load(p, {2, 5}, 4, warning);
+    CHECK(warning.empty());
+    CHECK(saved.count(1, 3) == 4.0);
+}
+
+TEST_CASE("cap from RAM: --ram-gb and the default stay within 1..E") {
+    TempDir t("cap");
+    write_container(t.dir / "experts.inkx", {0, 1}, 8);
+    auto store = ExpertStore::open(t.dir / "experts.inkx");
+    const double rb = static_cast<double>(store->record_bytes());
+    CHECK(experts::cap_for_bytes(*store, 0) == 1);
+    CHECK(experts::cap_for_bytes(*store, rb * 2 * 3 + 1) == 3);
+    CHECK(experts::cap_for_bytes(*store, 1e15) == 8);
+    const int d = experts::default_cap(*store, 0);
+    CHECK(d >= 1);
+    CHECK(d <= 8);
+    CHECK(experts::mem_available().has_value());
+}
