@@ -88,6 +88,8 @@ else
 fi
 run_suite conformance-engine-ids "$build/protocol-conformance" --prompt "1 2 3 4 5" --keys ids=1 \
     --scratch "$log_dir" -- "$build/inkling" serve --model "$build/fixtures/base-hf-f32" --slots 1 --ctx 256 --threads 2
+# inkling convert on every fixture layout, resume after a kill, refusals (docs/convert.md).
+run_suite convert-e2e "$root/tests/convert/convert_e2e.sh" "$build"
 run_suite gateway-e2e python3 "$root/tests/gateway/gateway_e2e.py" "$build"
 run_suite gateway-clients "$root/tests/gateway/run.sh" "$build"
 run_suite coli-e2e python3 "$root/tests/coli/coli_e2e.py" "$build"
