@@ -1,13 +1,10 @@
 #include "engine/cpu/kernels.h"
 
-// GCC 12 warns about the deliberately undefined pass-through operand inside its own
-// AVX-512 intrinsics (_mm512_undefined_*) once they are inlined here: a known false
-// positive, silenced for this file only.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
+#include "engine/cpu/int_kernels.h"
+#include "engine/cpu/simd.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 #include <vector>
 
@@ -52,7 +49,7 @@ __attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* 
 
 __attribute__((target("avx2,fma,f16c"))) void row_avx2(const Matrix& m, std::int64_t r, float* out) {
     const std::int64_t n = m.cols;
-    if (m.dtype == DType::F32) return model::row_to_f32(m, r, out);
+    if (m.dtype != DType::BF16 && m.dtype != DType::F16) return model::row_to_f32(m, r, out);
     const auto* h = reinterpret_cast<const std::uint16_t*>(m.row(r));
     std::int64_t i = 0;
     if (m.dtype == DType::BF16) {
@@ -147,7 +144,7 @@ __attribute__((target("avx512f"))) float dot_bf16_avx512(const std::uint16_t* w,
 
 __attribute__((target("avx512f"))) void row_avx512(const Matrix& m, std::int64_t r, float* out) {
     const std::int64_t n = m.cols;
-    if (m.dtype == DType::F32) return model::row_to_f32(m, r, out);
+    if (m.dtype != DType::BF16 && m.dtype != DType::F16) return model::row_to_f32(m, r, out);
     const auto* h = reinterpret_cast<const std::uint16_t*>(m.row(r));
     std::int64_t i = 0;
     if (m.dtype == DType::BF16) {
@@ -225,9 +222,12 @@ void row_f32(const Matrix& m, std::int64_t r, float* out) { g_kernels.row(m, r, 
 
 namespace {
 
-// Output rows [begin, end) of one product.
-void product_rows(const MatJob& j, std::int64_t begin, std::int64_t end, const Kernels& k) {
+// Output rows [begin, end) of one product; `xi`: the job's activations quantized, for
+// integer weights.
+void product_rows(const MatJob& j, std::int64_t begin, std::int64_t end, const Kernels& k,
+                  const IntActivations* xi) {
     const Matrix& w = *j.w;
+    if (xi) return int_product_rows(g_isa, w, *xi, begin, end, j.y);
     const std::int64_t out = w.rows, in = w.cols;
     // One activation row (decode): stream bf16 weights straight into the dot product.
     if (j.rows_x == 1 && w.dtype == DType::BF16 && k.dot_bf16) {
@@ -270,13 +270,39 @@ void matmul_group(std::span<const MatJob> jobs, ThreadPool& pool) {
         total += j.w->rows;
         work += j.w->rows * j.w->cols * j.rows_x;
     }
+    // Integer weights: each job's activations quantized once, before the threads start;
+    // jobs reading the same activations (q/k/v/r, gate/up) share one copy. Kept across
+    // calls so a decode step does not allocate.
+    thread_local std::vector<IntActivations> quantized;
+    thread_local std::vector<const IntActivations*> per_job;
+    thread_local std::vector<std::size_t> slot;
+    slot.assign(jobs.size(), SIZE_MAX);
+    std::size_t used = 0;
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+        const MatJob& j = jobs[i];
+        if (!model::is_quantized(j.w->dtype)) continue;
+        for (std::size_t p = 0; p < i && slot[i] == SIZE_MAX; ++p)
+            if (slot[p] != SIZE_MAX && jobs[p].x == j.x && jobs[p].rows_x == j.rows_x && jobs[p].w->cols == j.w->cols)
+                slot[i] = slot[p];
+        if (slot[i] != SIZE_MAX) continue;
+        if (quantized.size() <= used) quantized.resize(used + 1);
+        // In the int4 order too, so that jobs of either weight kind can share it.
+        prepare_int_activations(g_isa, true, j.x, j.rows_x, j.w->cols, quantized[used]);
+        slot[i] = used++;
+    }
+    per_job.assign(jobs.size(), nullptr);
+    for (std::size_t i = 0; i < jobs.size(); ++i)
+        if (slot[i] != SIZE_MAX) per_job[i] = &quantized[slot[i]];
+    // (The workers must read the caller's table, not their own thread_local one.)
+    const IntActivations* const* xi = per_job.data();
     // Rows [begin, end) of the concatenation of every job's output rows.
     auto body = [&](std::int64_t begin, std::int64_t end) {
         std::int64_t first = 0;
-        for (const auto& j : jobs) {
+        for (std::size_t i = 0; i < jobs.size(); ++i) {
+            const MatJob& j = jobs[i];
             const std::int64_t last = first + j.w->rows;
             const std::int64_t b = std::max(begin, first), e = std::min(end, last);
-            if (b < e) product_rows(j, b - first, e - first, k);
+            if (b < e) product_rows(j, b - first, e - first, k, xi[i]);
             first = last;
             if (first >= end) break;
         }

@@ -67,7 +67,10 @@ DType parse_dtype(const std::string& text, const std::string& where) {
     if (text == "F32") return DType::F32;
     if (text == "BF16") return DType::BF16;
     if (text == "F16") return DType::F16;
-    throw std::runtime_error(where + ": unsupported dtype " + text + " (F32, BF16 and F16 are read)");
+    // Quantized matrices: int8 values, or int4 packed two a byte (docs/container.md).
+    if (text == "I8") return DType::I8;
+    if (text == "U8") return DType::U8;
+    throw std::runtime_error(where + ": unsupported dtype " + text + " (F32, BF16, F16, I8 and U8 are read)");
 }
 
 }  // namespace

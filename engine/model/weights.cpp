@@ -2,9 +2,12 @@
 
 #include "engine/experts/expert_store.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <set>
 #include <stdexcept>
+
+#include "engine/quant/quantize.h"
 
 namespace inkling::model {
 namespace {
@@ -35,12 +38,15 @@ public:
     }
 
     Matrix matrix(const std::string& name, std::int64_t rows, std::int64_t cols) {
+        if (quantized(name)) return quantized_views(name, {}, rows, cols)[0];
         const TensorInfo& t = get(name, {rows, cols});
         bytes_ += t.nbytes;
         return {t.data, t.dtype, rows, cols, cols};
     }
 
     std::vector<float> floats(const TensorInfo& t) {
+        if (t.dtype == DType::I8 || t.dtype == DType::U8)
+            throw std::runtime_error("tensor " + t.name + ": expected floats, found " + dtype_name(t.dtype));
         Matrix m{t.data, t.dtype, 1, t.numel(), t.numel()};
         std::vector<float> out(static_cast<std::size_t>(t.numel()));
         if (!out.empty()) row_to_f32(m, 0, out.data());
@@ -60,12 +66,76 @@ public:
 
     // Per-expert views of a fused [n, rows, cols] tensor.
     std::vector<Matrix> stacked(const std::string& name, std::int64_t n, std::int64_t rows, std::int64_t cols) {
+        if (quantized(name)) return quantized_views(name, {n}, rows, cols);
         const TensorInfo& t = get(name, {n, rows, cols});
         bytes_ += t.nbytes;
         std::vector<Matrix> out;
         for (std::int64_t e = 0; e < n; ++e)
             out.push_back({t.data + static_cast<std::size_t>(e * rows * cols) * dtype_size(t.dtype), t.dtype, rows,
                            cols, cols});
+        return out;
+    }
+
+    // A quantized matrix (docs/container.md): NAME is I8 [rows, padded] (int8) or U8
+    // [rows, padded/2] (int4, two a byte), next to NAME.scales F32 [rows, groups]; stacked
+    // tensors carry the same leading dimension `lead` on both.
+    bool quantized(const std::string& name) const {
+        const TensorInfo* t = set_.find(name);
+        return t && (t->dtype == DType::I8 || t->dtype == DType::U8);
+    }
+
+    std::vector<Matrix> quantized_views(const std::string& name, const Shape& lead, std::int64_t rows,
+                                        std::int64_t cols) {
+        const TensorInfo& t = *set_.find(name);
+        const bool int4 = t.dtype == DType::U8;
+        const std::int64_t padded = quant::padded_cols(cols);
+        Shape want = lead, logical = lead;
+        want.insert(want.end(), {rows, int4 ? padded / 2 : padded});
+        logical.insert(logical.end(), {rows, cols});
+        if (t.shape != want)
+            throw std::runtime_error("tensor " + name + ": expected shape " + shape_text(want) + " (" +
+                                     (int4 ? "int4" : "int8") + " of " + shape_text(logical) +
+                                     ", rows padded to " + std::to_string(padded) + " columns), found " +
+                                     t.shape_text());
+        const std::string scales_name = name + ".scales";
+        const TensorInfo* s = set_.find(scales_name);
+        Shape scales_want = lead;
+        scales_want.push_back(rows);
+        std::string expected = "expected F32 " + shape_text(scales_want);
+        expected.insert(expected.size() - 1, ", groups");
+        scales_want.push_back(0);
+        if (!s) throw std::runtime_error("tensor " + name + " is " + dtype_name(t.dtype) + " but " + scales_name +
+                                         " is missing (" + expected + ")");
+        std::int64_t groups = s->shape.empty() ? 0 : s->shape.back();
+        scales_want.back() = groups;
+        // The group: the columns a scale covers, a multiple of 32 (the last group may be short).
+        const std::int64_t group = groups > 0 ? quant::padded_cols((padded + groups - 1) / groups) : 0;
+        if (s->dtype != DType::F32 || s->shape != scales_want || group == 0 ||
+            (padded + group - 1) / group != groups)
+            throw std::runtime_error("tensor " + scales_name + ": " + expected + " for " + shape_text(want) + " " +
+                                     dtype_name(t.dtype) + ", found " + dtype_name(s->dtype) + " " +
+                                     s->shape_text());
+        if (reinterpret_cast<std::uintptr_t>(s->data) % alignof(float) != 0)
+            throw std::runtime_error("tensor " + scales_name + " in " + s->file +
+                                     " does not start on a 4-byte boundary; the scales are read in place");
+        used_.insert(name);
+        used_.insert(scales_name);
+        bytes_ += t.nbytes + s->nbytes;
+        const std::int64_t n = lead.empty() ? 1 : lead[0];
+        const std::size_t row_bytes = dtype_bytes(int4 ? DType::Q4 : DType::I8, padded);
+        std::vector<Matrix> out;
+        for (std::int64_t e = 0; e < n; ++e) {
+            Matrix m;
+            m.data = t.data + static_cast<std::size_t>(e * rows) * row_bytes;
+            m.dtype = int4 ? DType::Q4 : DType::I8;
+            m.rows = rows;
+            m.cols = cols;
+            m.row_stride = padded;
+            m.scales = reinterpret_cast<const float*>(s->data) + e * rows * groups;
+            m.group = group;
+            m.scale_stride = groups;
+            out.push_back(m);
+        }
         return out;
     }
 
@@ -84,8 +154,13 @@ private:
 std::pair<Matrix, Matrix> split_gate_up(const Matrix& fused, bool interleaved) {
     std::int64_t inter = fused.rows / 2;
     if (interleaved) {
-        Matrix gate{fused.data, fused.dtype, inter, fused.cols, fused.row_stride * 2};
-        Matrix up{fused.row(1), fused.dtype, inter, fused.cols, fused.row_stride * 2};
+        Matrix gate = fused;
+        gate.rows = inter;
+        gate.row_stride *= 2;
+        gate.scale_stride *= 2;
+        Matrix up = gate;
+        up.data = fused.row(1);
+        if (fused.scales) up.scales = fused.row_scales(1);
         return {gate, up};
     }
     return {fused.slice_rows(0, inter), fused.slice_rows(inter, inter)};

@@ -175,10 +175,10 @@ TEST_CASE("corrupt headers: bad JSON, unknown dtype, inconsistent byte length") 
     }
     {
         Scratch s("base-hf-f32");
-        edit_header(s.dir / "model.safetensors", [](nlohmann::json& h) { h["model.norm.weight"]["dtype"] = "I8"; });
+        edit_header(s.dir / "model.safetensors", [](nlohmann::json& h) { h["model.norm.weight"]["dtype"] = "F64"; });
         auto e = load_error(s.dir);
         CHECK(e.find("model.norm.weight") != std::string::npos);
-        CHECK(e.find("unsupported dtype I8") != std::string::npos);
+        CHECK(e.find("unsupported dtype F64") != std::string::npos);
     }
     {
         Scratch s("base-hf-f32");

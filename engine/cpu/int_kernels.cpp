@@ -1,0 +1,327 @@
+#include "engine/cpu/int_kernels.h"
+
+#include "engine/cpu/simd.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace inkling::cpu {
+namespace {
+
+using model::DType;
+using model::Matrix;
+constexpr std::int64_t kB = quant::kBlock;
+
+// Per-block inputs of one weight row · one activation row.
+struct Blocks {
+    const std::int32_t* xsums;  // Σ q_x of each block
+    const float* sw;            // weight scale of each block
+    const float* sx;            // activation scale of each block
+    std::int64_t n;             // blocks
+};
+
+// ---- generic: the reference every SIMD path reproduces bit for bit ---------------------
+float finish16(float* acc) {
+    for (int h = 8; h > 0; h /= 2)
+        for (int i = 0; i < h; ++i) acc[i] = acc[i] + acc[i + h];
+    return acc[0];
+}
+
+int q4_at(const std::uint8_t* w, std::int64_t i) {
+    const int v = (i % 2) ? w[i / 2] >> 4 : w[i / 2] & 0xf;
+    return v >= 8 ? v - 16 : v;
+}
+
+float dot_i8_scalar(const std::int8_t* w, const std::int8_t* x, const Blocks& k) {
+    float acc[16] = {};
+    for (std::int64_t b = 0; b < k.n; ++b) {
+        std::int32_t isum = 0;
+        for (std::int64_t i = b * kB; i < (b + 1) * kB; ++i) isum += std::int32_t{w[i]} * x[i];
+        acc[b % 16] = std::fma(k.sw[b] * k.sx[b], static_cast<float>(isum), acc[b % 16]);
+    }
+    return finish16(acc);
+}
+
+// `x` in natural order.
+float dot_q4_scalar(const std::uint8_t* w, const std::int8_t* x, const Blocks& k) {
+    float acc[16] = {};
+    for (std::int64_t b = 0; b < k.n; ++b) {
+        std::int32_t isum = 0;
+        for (std::int64_t i = b * kB; i < (b + 1) * kB; ++i) isum += q4_at(w, i) * x[i];
+        acc[b % 16] = std::fma(k.sw[b] * k.sx[b], static_cast<float>(isum), acc[b % 16]);
+    }
+    return finish16(acc);
+}
+
+// A packed int4 row (`padded` values) as int8 in natural order.
+void unpack_q4_scalar(const std::uint8_t* w, std::int64_t padded, std::int8_t* out) {
+    for (std::int64_t i = 0; i < padded; ++i) out[i] = static_cast<std::int8_t>(q4_at(w, i));
+}
+
+// ---- AVX2 ------------------------------------------------------------------------------
+#define INKLING_AVX2 __attribute__((target("avx2,fma")))
+
+// Eight vectors of eight int32 partial sums → one vector of their eight totals, in order.
+INKLING_AVX2 inline __m256i reduce8_avx2(const __m256i* p) {
+    const __m256i h01 = _mm256_hadd_epi32(p[0], p[1]), h23 = _mm256_hadd_epi32(p[2], p[3]);
+    const __m256i h45 = _mm256_hadd_epi32(p[4], p[5]), h67 = _mm256_hadd_epi32(p[6], p[7]);
+    const __m256i a = _mm256_hadd_epi32(h01, h23), b = _mm256_hadd_epi32(h45, h67);
+    return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+}
+
+// The tree of the pattern from h = 8 on: `h8` holds acc[i] + acc[i + 8], i < 8.
+INKLING_AVX2 inline float finish8_avx2(__m256 h8) {
+    const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
+    const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+    return _mm_cvtss_f32(_mm_add_ss(h2, _mm_movehdup_ps(h2)));
+}
+
+// int8 × int8 block: |w|·sign(x, w) keeps maddubs' 16-bit pair sums below saturation
+// (2·127·127 < 32767).
+struct I8Avx2 {
+    const std::int8_t* w;
+    const std::int8_t* x;
+    static constexpr int kShift = 0;  // no offset to take back
+    INKLING_AVX2 __m256i block(std::int64_t b) const {
+        const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + b * kB));
+        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + b * kB));
+        const __m256i m = _mm256_maddubs_epi16(_mm256_abs_epi8(wv), _mm256_sign_epi8(xv, wv));
+        return _mm256_madd_epi16(m, _mm256_set1_epi16(1));
+    }
+};
+
+// int4 block: nibble ^ 8 is q + 8 ∈ [0, 15] (unsigned), so maddubs gives Σ (q+8)·x and the
+// block's Σx·8 is taken back afterwards. `x` is in the q4 order (low nibbles, then high).
+struct Q4Avx2 {
+    const std::uint8_t* w;
+    const std::int8_t* x;
+    static constexpr int kShift = 3;  // offset 8
+    INKLING_AVX2 __m256i block(std::int64_t b) const {
+        const __m128i wb = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + b * kB / 2)),
+                                         _mm_set1_epi8(static_cast<char>(0x88)));
+        const __m256i z = _mm256_inserti128_si256(_mm256_castsi128_si256(wb), _mm_srli_epi16(wb, 4), 1);
+        const __m256i u = _mm256_and_si256(z, _mm256_set1_epi8(0x0f));
+        const __m256i m = _mm256_maddubs_epi16(u, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + b * kB)));
+        return _mm256_madd_epi16(m, _mm256_set1_epi16(1));
+    }
+};
+
+template <class K>
+INKLING_AVX2 float dot_avx2(const K& kern, const Blocks& k) {
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    __m256i p[8];
+    std::int64_t b = 0;
+    for (; b + 8 <= k.n; b += 8) {
+        for (int j = 0; j < 8; ++j) p[j] = kern.block(b + j);
+        __m256i isum = reduce8_avx2(p);
+        if (K::kShift)
+            isum = _mm256_sub_epi32(
+                isum, _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(k.xsums + b)), K::kShift));
+        const __m256 d = _mm256_mul_ps(_mm256_loadu_ps(k.sw + b), _mm256_loadu_ps(k.sx + b));
+        __m256& a = acc[(b / 8) % 2];
+        a = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum), a);
+    }
+    if (b < k.n) {
+        const std::int64_t n = k.n - b;
+        for (int j = 0; j < 8; ++j) p[j] = j < n ? kern.block(b + j) : _mm256_setzero_si256();
+        const __m256i mask =
+            _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        __m256i isum = reduce8_avx2(p);
+        if (K::kShift)
+            isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_maskload_epi32(k.xsums + b, mask), K::kShift));
+        const __m256 d = _mm256_mul_ps(_mm256_maskload_ps(k.sw + b, mask), _mm256_maskload_ps(k.sx + b, mask));
+        __m256& a = acc[(b / 8) % 2];
+        a = _mm256_blendv_ps(a, _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum), a), _mm256_castsi256_ps(mask));
+    }
+    return finish8_avx2(_mm256_add_ps(acc[0], acc[1]));
+}
+
+float dot_i8_avx2(const std::int8_t* w, const std::int8_t* x, const Blocks& k) { return dot_avx2(I8Avx2{w, x}, k); }
+float dot_q4_avx2(const std::uint8_t* w, const std::int8_t* x, const Blocks& k) { return dot_avx2(Q4Avx2{w, x}, k); }
+
+INKLING_AVX2 void unpack_q4_avx2(const std::uint8_t* w, std::int64_t padded, std::int8_t* out) {
+    const __m128i low = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(8);
+    for (std::int64_t j = 0; j < padded; j += kB) {
+        const __m128i wb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + j / 2));
+        // (v ^ 8) - 8 sign-extends a 4-bit two's complement value.
+        const __m128i lo = _mm_sub_epi8(_mm_xor_si128(_mm_and_si128(wb, low), eight), eight);
+        const __m128i hi = _mm_sub_epi8(_mm_xor_si128(_mm_and_si128(_mm_srli_epi16(wb, 4), low), eight), eight);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j), _mm_unpacklo_epi8(lo, hi));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j + 16), _mm_unpackhi_epi8(lo, hi));
+    }
+}
+
+// ---- AVX-512 VNNI ----------------------------------------------------------------------
+#define INKLING_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma")))
+
+// Eight vectors, each the 16 int32 partial sums of two blocks (lanes 0-7 the first, 8-15
+// the second) → one vector of the sixteen block totals, in block order.
+INKLING_VNNI inline __m512i pairs(__m512i a, __m512i b) {
+    return _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+}
+INKLING_VNNI inline __m512i reduce16_vnni(const __m512i* p) {
+    const __m512i t0 = pairs(p[0], p[1]), t1 = pairs(p[2], p[3]), t2 = pairs(p[4], p[5]), t3 = pairs(p[6], p[7]);
+    // Each 128-bit lane j of w0 holds [p0, p1, p2, p3] summed over that lane; w1 for p4..p7.
+    const __m512i w0 = _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
+    const __m512i w1 = _mm512_add_epi32(_mm512_unpacklo_epi64(t2, t3), _mm512_unpackhi_epi64(t2, t3));
+    // Lanes 0+1 are a vector's first block, 2+3 its second: blocks 0,2,4,6 | 1,3,5,7 | 8,… | 9,…
+    const __m512i s = _mm512_add_epi32(_mm512_shuffle_i32x4(w0, w1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                       _mm512_shuffle_i32x4(w0, w1, _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15), s);
+}
+
+// int8 × int8 pair of blocks: w ^ 0x80 = w + 128 is unsigned, dpbusd gives Σ (w+128)·x, and
+// 128·Σx is taken back afterwards. `bytes` = 64, or 32 for a lone last block.
+struct I8Vnni {
+    const std::int8_t* w;
+    const std::int8_t* x;
+    static constexpr int kShift = 7;
+    INKLING_VNNI __m512i pair(std::int64_t b) const {
+        const __m512i wv = _mm512_loadu_si512(w + b * kB), xv = _mm512_loadu_si512(x + b * kB);
+        return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(wv, _mm512_set1_epi8(-128)), xv);
+    }
+    INKLING_VNNI __m512i single(std::int64_t b) const {
+        const __mmask64 m = 0xffffffffull;
+        const __m512i wv = _mm512_maskz_loadu_epi8(m, w + b * kB), xv = _mm512_maskz_loadu_epi8(m, x + b * kB);
+        return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(wv, _mm512_set1_epi8(-128)), xv);
+    }
+};
+
+// int4 pair of blocks (32 bytes): 128-bit lanes [block b low nibbles, its high nibbles,
+// block b+1 low, high] against `x` in the q4 order; nibble ^ 8 = q + 8 as in Q4Avx2.
+struct Q4Vnni {
+    const std::uint8_t* w;
+    const std::int8_t* x;
+    static constexpr int kShift = 3;
+    INKLING_VNNI __m512i expand(__m256i wb) const {
+        wb = _mm256_xor_si256(wb, _mm256_set1_epi8(static_cast<char>(0x88)));
+        __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(wb), _mm256_srli_epi16(wb, 4), 1);
+        z = _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0));
+        return _mm512_and_si512(z, _mm512_set1_epi8(0x0f));
+    }
+    INKLING_VNNI __m512i pair(std::int64_t b) const {
+        const __m256i wb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + b * kB / 2));
+        return _mm512_dpbusd_epi32(_mm512_setzero_si512(), expand(wb), _mm512_loadu_si512(x + b * kB));
+    }
+    INKLING_VNNI __m512i single(std::int64_t b) const {
+        const __m256i wb = _mm256_maskz_loadu_epi8(0xffff, w + b * kB / 2);
+        const __m512i xv = _mm512_maskz_loadu_epi8(0xffffffffull, x + b * kB);
+        return _mm512_dpbusd_epi32(_mm512_setzero_si512(), expand(wb), xv);
+    }
+};
+
+template <class K>
+INKLING_VNNI float dot_vnni(const K& kern, const Blocks& k) {
+    __m512 acc = _mm512_setzero_ps();
+    __m512i p[8];
+    std::int64_t b = 0;
+    for (; b + 16 <= k.n; b += 16) {
+        for (int j = 0; j < 8; ++j) p[j] = kern.pair(b + 2 * j);
+        const __m512i xs = _mm512_slli_epi32(_mm512_loadu_si512(k.xsums + b), K::kShift);
+        const __m512i isum = _mm512_sub_epi32(reduce16_vnni(p), xs);
+        const __m512 d = _mm512_mul_ps(_mm512_loadu_ps(k.sw + b), _mm512_loadu_ps(k.sx + b));
+        acc = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(isum), acc);
+    }
+    if (b < k.n) {
+        const std::int64_t n = k.n - b;
+        for (int j = 0; j < 8; ++j) {
+            if (2 * j + 1 < n) p[j] = kern.pair(b + 2 * j);
+            else if (2 * j < n) p[j] = kern.single(b + 2 * j);
+            else p[j] = _mm512_setzero_si512();
+        }
+        const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
+        const __m512i xs = _mm512_slli_epi32(_mm512_maskz_loadu_epi32(m, k.xsums + b), K::kShift);
+        const __m512i isum = _mm512_sub_epi32(reduce16_vnni(p), xs);
+        const __m512 d = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, k.sw + b), _mm512_maskz_loadu_ps(m, k.sx + b));
+        acc = _mm512_mask3_fmadd_ps(d, _mm512_cvtepi32_ps(isum), acc, m);
+    }
+    const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
+    return finish8_avx2(h8);
+}
+
+float dot_i8_vnni(const std::int8_t* w, const std::int8_t* x, const Blocks& k) { return dot_vnni(I8Vnni{w, x}, k); }
+float dot_q4_vnni(const std::uint8_t* w, const std::int8_t* x, const Blocks& k) { return dot_vnni(Q4Vnni{w, x}, k); }
+
+// ---- dispatch ----------------------------------------------------------------------------
+struct IntKernels {
+    float (*dot_i8)(const std::int8_t*, const std::int8_t*, const Blocks&);
+    float (*dot_q4)(const std::uint8_t*, const std::int8_t*, const Blocks&);  // x in q4 order if q4_order
+    void (*unpack_q4)(const std::uint8_t*, std::int64_t, std::int8_t*);
+    bool q4_order;
+};
+
+IntKernels int_kernels_for(Isa isa) {
+    static const bool vnni = has_avx512_vnni();
+    if (isa == Isa::Avx512 && vnni) return {dot_i8_vnni, dot_q4_vnni, unpack_q4_avx2, true};
+    if (isa != Isa::Scalar) return {dot_i8_avx2, dot_q4_avx2, unpack_q4_avx2, true};
+    return {dot_i8_scalar, dot_q4_scalar, unpack_q4_scalar, false};
+}
+
+// From this many activation rows on, an int4 row is widened to int8 once and then dotted
+// with every row (the nibble unpacking would otherwise repeat per row).
+constexpr std::int64_t kUnpackFromRows = 3;
+
+}  // namespace
+
+bool has_avx512_vnni() {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vnni");
+}
+
+void prepare_int_activations(Isa isa, bool q4_order, const float* x, std::int64_t rows, std::int64_t cols,
+                             IntActivations& out) {
+    quant::quantize_activations(x, rows, cols, out.a);
+    out.q4.clear();
+    if (!q4_order || !int_kernels_for(isa).q4_order) return;
+    out.q4.resize(out.a.q.size());
+    const std::int64_t blocks = rows * out.a.blocks;
+    for (std::int64_t b = 0; b < blocks; ++b) {
+        const std::int8_t* src = out.a.q.data() + b * kB;
+        std::int8_t* dst = out.q4.data() + b * kB;
+        for (std::int64_t i = 0; i < kB / 2; ++i) {
+            dst[i] = src[2 * i];
+            dst[kB / 2 + i] = src[2 * i + 1];
+        }
+    }
+}
+
+void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::int64_t begin, std::int64_t end,
+                      float* y) {
+    const quant::QuantizedActivations& a = x.a;
+    if (!model::is_quantized(w.dtype) || a.cols != w.cols || w.row_stride < a.padded || w.group <= 0 ||
+        w.group % kB != 0)
+        throw std::runtime_error(std::string("int_product_rows: bad ") + model::dtype_name(w.dtype) + " matrix [" +
+                                 std::to_string(w.rows) + ", " + std::to_string(w.cols) + "] (stride " +
+                                 std::to_string(w.row_stride) + ", group " + std::to_string(w.group) +
+                                 ") for activations of " + std::to_string(a.cols) + " columns");
+    const IntKernels k = int_kernels_for(isa);
+    const bool q4 = w.dtype == DType::Q4, unpack = q4 && a.rows >= kUnpackFromRows;
+    const std::int8_t* xq = q4 && !unpack && k.q4_order ? x.q4.data() : a.q.data();
+    thread_local std::vector<float> sw_buf;
+    thread_local std::vector<std::int8_t> row_buf;
+    if (sw_buf.size() < static_cast<std::size_t>(a.blocks)) sw_buf.resize(static_cast<std::size_t>(a.blocks));
+    if (unpack && row_buf.size() < static_cast<std::size_t>(a.padded)) row_buf.resize(static_cast<std::size_t>(a.padded));
+    for (std::int64_t o = begin; o < end; ++o) {
+        // The weight scale of each block: the row's scales as they are for groups of 32.
+        const float* sw = w.row_scales(o);
+        if (w.group != kB) {
+            for (std::int64_t b = 0; b < a.blocks; ++b) sw_buf[static_cast<std::size_t>(b)] = sw[b * kB / w.group];
+            sw = sw_buf.data();
+        }
+        const auto* row = reinterpret_cast<const std::uint8_t*>(w.row(o));
+        if (unpack) k.unpack_q4(row, a.padded, row_buf.data());
+        for (std::int64_t s = 0; s < a.rows; ++s) {
+            const Blocks blocks{a.sums.data() + s * a.blocks, sw, a.scales.data() + s * a.blocks, a.blocks};
+            float& out = y[s * w.rows + o];
+            if (!q4) out = k.dot_i8(reinterpret_cast<const std::int8_t*>(row), xq + s * a.padded, blocks);
+            else if (unpack) out = k.dot_i8(row_buf.data(), xq + s * a.padded, blocks);
+            else out = k.dot_q4(row, xq + s * a.padded, blocks);
+        }
+    }
+}
+
+}  // namespace inkling::cpu

@@ -1,0 +1,49 @@
+// Products of f32 activations with integer weights (I8: int8, one scale a row; Q4: int4,
+// one scale per group of columns; docs/container.md). Each job's activation rows are
+// quantized once to int8 blocks of 32 (quant::quantize_activations); an output element is
+//
+//   y[s][o] = Σ_blocks (s_w·s_x) · isum,   isum = Σ_{i in block} q_w[i]·q_x[i]   (exact, int32)
+//
+// and the float part follows ONE fixed pattern on every ISA, so scalar, AVX2 and AVX-512
+// give bitwise equal results, whatever the number of activation rows or threads:
+//
+//   acc[0..15] = +0
+//   for each block b in order:  acc[b % 16] = fma(s_w[b] * s_x[b], float(isum_b), acc[b % 16])
+//   for h = 8, 4, 2, 1:         acc[i] = acc[i] + acc[i + h]   for i < h
+//   y = acc[0]
+//
+// (s_w[b] is the scale of the weight group holding block b; the product s_w·s_x is a plain
+// f32 multiply, then one fused multiply-add; float(isum) is exact since |isum| < 2^24.)
+// AVX-512 keeps the 16 accumulators in one zmm and handles 16 blocks a step; AVX2 keeps
+// two ymm (blocks b%16 < 8 and ≥ 8) and handles 8 a step; the integer sums inside may be
+// formed in any order, being exact.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/cpu/kernels.h"
+#include "engine/quant/quantize.h"
+
+namespace inkling::cpu {
+
+// One job's activations, quantized for integer weights. `q4` holds the same values with
+// each block reordered as [elements 0,2,…,30, then 1,3,…,31] (the order of a packed int4
+// block's low nibbles, then its high nibbles), for the SIMD int4 kernels; empty otherwise.
+struct IntActivations {
+    quant::QuantizedActivations a;
+    std::vector<std::int8_t> q4;
+};
+void prepare_int_activations(Isa isa, bool q4_order, const float* x, std::int64_t rows, std::int64_t cols,
+                             IntActivations& out);
+
+// Output rows [begin, end) of y = x·Wᵀ for an I8 or Q4 `w`: y[s·w.rows + o] for every
+// activation row s. `x` comes from prepare_int_activations with the same `isa`.
+void int_product_rows(Isa isa, const model::Matrix& w, const IntActivations& x, std::int64_t begin,
+                      std::int64_t end, float* y);
+
+// Whether this CPU has the AVX-512 VNNI dot product the Avx512 integer kernels use (the
+// Avx512 ISA falls back to the AVX2 integer kernels without it).
+bool has_avx512_vnni();
+
+}  // namespace inkling::cpu
