@@ -17,8 +17,8 @@ layout(push_constant) uniform Push {
     uint O, I, S;     // output rows, columns, activation rows
     uint stride;      // weight row stride, elements
     uint w_off;       // first weight element
-    uint x_stride;    // floats between activation rows
-    uint y_stride;    // floats between output rows of y
+    uint x_off, x_stride;  // first float of x, floats between activation rows
+    uint y_off, y_stride;  // first float of y, floats between output rows of y
 } p;
 
 shared float partial[32];
@@ -36,14 +36,14 @@ void main() {
         const uint row = p.w_off + o * p.stride;
         for (uint s = 0; s < p.S; ++s) {
             float acc = 0.0;
-            for (uint i = lane; i < p.I; i += gl_WorkGroupSize.x) acc += weight(row + i) * x[s * p.x_stride + i];
+            for (uint i = lane; i < p.I; i += gl_WorkGroupSize.x) acc += weight(row + i) * x[p.x_off + s * p.x_stride + i];
             acc = subgroupAdd(acc);
             if (gl_SubgroupInvocationID == 0) partial[gl_SubgroupID] = acc;
             barrier();
             if (lane == 0) {
                 float total = 0.0;
                 for (uint g = 0; g < subgroups; ++g) total += partial[g];
-                y[s * p.y_stride + o] = total;
+                y[p.y_off + s * p.y_stride + o] = total;
             }
             barrier();
         }

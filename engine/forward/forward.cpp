@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
 
 #include "engine/cpu/kernels.h"
+#include "engine/vulkan/chain.h"
 
 namespace inkling::forward {
 
@@ -231,12 +233,18 @@ void select_experts(const float* lg, const std::vector<float>& bias, std::int64_
 }
 }  // namespace
 
-void Forward::moe(int layer, std::int64_t S, const float* h, float* out) {
+void Forward::moe(int layer, std::int64_t S, const float* h, float* out, const float* router_logits,
+                  std::vector<float>* device_shared_w) {
     const model::LayerWeights& L = w_.layers[layer];
     const std::int64_t D = c_.hidden, E = c_.experts, NS = c_.shared_experts, K = c_.top_k;
     auto t = std::chrono::steady_clock::now();
-    std::vector<float> logits(static_cast<std::size_t>(S * (E + NS)));
-    mm(h, S, L.router, logits.data());
+    std::vector<float> logits;
+    if (router_logits) {
+        logits.assign(router_logits, router_logits + S * (E + NS));
+    } else {
+        logits.resize(static_cast<std::size_t>(S * (E + NS)));
+        mm(h, S, L.router, logits.data());
+    }
 
     // Selection by sigmoid + correction bias (ties to the lowest id); combine weights are
     // plain sigmoids normalised together with the shared experts' own.
@@ -271,10 +279,11 @@ void Forward::moe(int layer, std::int64_t S, const float* h, float* out) {
     // experts summed on their own, then added.
     std::fill(out, out + S * D, 0.0f);
     std::vector<std::vector<float>> shared_y;
+    auto* host_shared = device_shared_w ? nullptr : &shared_y;  // the device runs them
     if (!cache_) {
         std::vector<const model::Ffn*> f;
         for (int e : used) f.push_back(&L.experts[e]);
-        expert_round(layer, used, f, by_expert, S, h, out, &shared_y);
+        expert_round(layer, used, f, by_expert, S, h, out, host_shared);
     } else {
         // Rounds of at most `cap` experts: acquire (reading the misses), compute, release.
         for (std::size_t at = 0; at < used.size();) {
@@ -285,11 +294,13 @@ void Forward::moe(int layer, std::int64_t S, const float* h, float* out) {
             lap(t, times_.expert_io);
             std::vector<const model::Ffn*> f;
             for (const auto& ffn : lease.ffn()) f.push_back(&ffn);
-            expert_round(layer, rest.first(n), f, by_expert, S, h, out, at == 0 ? &shared_y : nullptr);
+            expert_round(layer, rest.first(n), f, by_expert, S, h, out, at == 0 ? host_shared : nullptr);
             at += n;
         }
     }
-    if (NS > 0) {
+    if (device_shared_w) {
+        *device_shared_w = std::move(shared_w);
+    } else if (NS > 0) {
         std::vector<float> shared_sum(static_cast<std::size_t>(S * D), 0.0f);
         for (std::int64_t j = 0; j < NS; ++j) {
             const std::vector<float>& y = shared_y[j];
@@ -416,7 +427,41 @@ std::vector<std::vector<float>> Forward::step_batch(std::span<const Block> block
     }
     lap(t, times_.embed);
 
-    for (int i = 0; i < c_.layers; ++i) {
+    // The rows whose logits are wanted.
+    std::vector<std::int64_t> out_rows;
+    for (std::size_t b = 0; b < blocks.size(); ++b)
+        for (std::int64_t s = blocks[b].all_rows ? 0 : spans[b].rows - 1; s < spans[b].rows; ++s)
+            out_rows.push_back(spans[b].first + s);
+    const std::int64_t n_out = static_cast<std::int64_t>(out_rows.size());
+    std::vector<float> logits;
+
+    // The chain's layers on the device; on a loss the host's states are as before the
+    // step, so the CPU runs the whole step from the same embedded rows.
+    int first_cpu = 0;
+    if (chain_ && (!chain_prompts_only_ || R > 1)) {
+        std::vector<float> xd = x;
+        try {
+            first_cpu = run_chain(spans, R, xd, out_rows, logits);
+            x = std::move(xd);
+        } catch (const vulkan::DeviceLost& e) {
+            device_event_ = e.what();
+            std::fprintf(stderr, "[vulkan] %s: finishing on the CPU from here on\n", e.what());
+            chain_.reset();
+            first_cpu = 0;
+            logits.clear();
+        } catch (const vulkan::OutOfBudget& e) {
+            // This step's rows or sessions don't fit the device next to the weights.
+            std::fprintf(stderr, "[vulkan] %s: this step runs on the CPU\n", e.what());
+            first_cpu = 0;
+            logits.clear();
+        }
+        t = std::chrono::steady_clock::now();
+    }
+    const int cpu_end = first_cpu < 0 ? 0 : c_.layers;
+    if (chain_ && first_cpu == 0)  // a step the chain left to the CPU: the mirrors are stale
+        for (const Span& sp : spans) sp.state->device_token = 0;
+
+    for (int i = std::max(first_cpu, 0); i < cpu_end; ++i) {
         const model::LayerWeights& L = w_.layers[i];
         for (std::int64_t s = 0; s < R; ++s) rmsnorm(x.data() + s * D, L.attn_norm.data(), c_.eps, D, h.data() + s * D);
         lap(t, times_.convs_norms);
@@ -442,25 +487,23 @@ std::vector<std::vector<float>> Forward::step_batch(std::span<const Block> block
         lap(t, times_.convs_norms);
     }
 
-    // The rows whose logits are wanted, through the final norm, ÷ mup and lm_head at once.
-    std::vector<std::int64_t> out_rows;
     for (std::size_t b = 0; b < blocks.size(); ++b) {
-        const Span& sp = spans[b];
-        blocks[b].state->len += sp.rows;
+        blocks[b].state->len += spans[b].rows;
         blocks[b].state->fed.insert(blocks[b].state->fed.end(), blocks[b].ids.begin(), blocks[b].ids.end());
         if (used_audio[b]) blocks[b].state->tainted = true;
-        for (std::int64_t s = blocks[b].all_rows ? 0 : sp.rows - 1; s < sp.rows; ++s) out_rows.push_back(sp.first + s);
     }
-    const std::int64_t n_out = static_cast<std::int64_t>(out_rows.size());
-    std::vector<float> y(static_cast<std::size_t>(n_out * D));
-    const float inv_mup = static_cast<float>(1.0 / c_.mup);
-    for (std::int64_t s = 0; s < n_out; ++s) {
-        float* ys = y.data() + s * D;
-        rmsnorm(x.data() + out_rows[s] * D, w_.final_norm.data(), c_.eps, D, ys);
-        for (std::int64_t d = 0; d < D; ++d) ys[d] *= inv_mup;
+    // The final norm, ÷ mup and lm_head of those rows at once (unless the chain did it).
+    if (first_cpu >= 0) {
+        std::vector<float> y(static_cast<std::size_t>(n_out * D));
+        const float inv_mup = static_cast<float>(1.0 / c_.mup);
+        for (std::int64_t s = 0; s < n_out; ++s) {
+            float* ys = y.data() + s * D;
+            rmsnorm(x.data() + out_rows[s] * D, w_.final_norm.data(), c_.eps, D, ys);
+            for (std::int64_t d = 0; d < D; ++d) ys[d] *= inv_mup;
+        }
+        logits.assign(static_cast<std::size_t>(n_out * U), 0.0f);
+        mm(y.data(), n_out, w_.lm_head, logits.data());
     }
-    std::vector<float> logits(static_cast<std::size_t>(n_out * U));
-    mm(y.data(), n_out, w_.lm_head, logits.data());
     lap(t, times_.head);
     if (cache_) cache_->end_step(static_cast<std::uint64_t>(R));
     std::vector<std::vector<float>> result(blocks.size());

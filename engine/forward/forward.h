@@ -19,6 +19,10 @@
 #include "engine/forward/session_state.h"
 #include "engine/model/weights.h"
 
+namespace inkling::vulkan {
+class Chain;
+}
+
 namespace inkling::forward {
 
 // DMel frames for the audio placeholders of a prompt: u8 [frames][mel_bins], consumed
@@ -44,6 +48,17 @@ public:
     // no usage file. Experts are computed in rounds of at most the cache's cap, in
     // increasing id, so every cap gives bitwise the same logits.
     Forward(const model::Model& model, cpu::ThreadPool& pool, std::shared_ptr<experts::ExpertCache> cache = nullptr);
+    ~Forward();
+
+    // Hands the dense part of the layers the chain takes to its Vulkan device (nullptr: the
+    // CPU does everything). After a device loss the forward finishes the step on the CPU,
+    // drops the chain and reports it through take_device_event().
+    // `prompts_only`: steps of one row (decode) stay on the CPU.
+    void set_chain(std::unique_ptr<vulkan::Chain> chain, bool prompts_only = false);
+    const vulkan::Chain* chain() const { return chain_.get(); }
+    // What happened to the device since the last call ("" if nothing): the engine sends it
+    // as an EVENT device_lost.
+    std::string take_device_event();
 
     // Feeds `ids` at positions state.len … state.len+ids.size()-1 and records them.
     // Rows whose id is the audio token take the next frame of `audio` when one is given
@@ -83,7 +98,16 @@ private:
     void embed(std::span<const std::int32_t> ids, AudioCursor* audio, float* x, bool& used_audio);
     void attention(int layer, const std::vector<Span>& spans, std::int64_t rows, const float* h, float* out);
     void mlp(int layer, std::int64_t rows, const float* h, float* out);
-    void moe(int layer, std::int64_t rows, const float* h, float* out);
+    // With `router_logits` the router's product is given (the device computed it); with
+    // `device_shared_w` the shared experts are left to the device: `out` gets the routed
+    // sum alone and *device_shared_w their combine weights [rows][shared].
+    void moe(int layer, std::int64_t rows, const float* h, float* out, const float* router_logits = nullptr,
+             std::vector<float>* device_shared_w = nullptr);
+    // Runs the chain's layers of a step; returns the first layer left to the CPU (x then
+    // holds the residual rows), or -1 when the chain computed the logits too. Throws
+    // vulkan::DeviceLost with the host's states untouched.
+    int run_chain(const std::vector<Span>& spans, std::int64_t rows, std::vector<float>& x,
+                  const std::vector<std::int64_t>& out_rows, std::vector<float>& logits);
     // Routed experts `ids` (weights `f`, rows `by_expert[id]`) and, with `shared_y`, the
     // shared experts over all rows: computes them and adds the routed contributions to
     // `out` in the order of `ids`; the shared experts' outputs go to *shared_y.
@@ -105,6 +129,9 @@ private:
     PhaseTimes times_;
     std::vector<std::vector<std::uint64_t>> expert_uses_;
     std::shared_ptr<experts::ExpertCache> cache_;
+    std::unique_ptr<vulkan::Chain> chain_;
+    bool chain_prompts_only_ = false;
+    std::string device_event_;
 };
 
 // Depthwise causal short conv with the residual inside, over `rows` rows of `channels`:

@@ -8,6 +8,7 @@ void SessionState::reset() {
     len = 0;
     fed.clear();
     tainted = false;
+    device_token = 0;
     for (auto& layer : layers)
         for (auto& c : layer.conv) std::fill(c.begin(), c.end(), 0.0f);
 }

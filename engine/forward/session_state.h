@@ -26,6 +26,9 @@ struct SessionState {
     std::vector<std::int32_t> fed;  // the ids behind those positions
     bool tainted = false;       // fed something ids cannot describe (audio): never reuse
     std::vector<LayerState> layers;
+    // Non-zero while the Vulkan chain's mirror of this state is current (the chain sets
+    // it); whatever else writes the state clears it (vulkan/chain.h).
+    std::uint64_t device_token = 0;
 
     // Back to an empty conversation. K/V rows need no clearing: they are read by position.
     void reset();

@@ -55,6 +55,7 @@ std::optional<std::int64_t> PinPool::restore(int slot, std::span<const std::int3
     }
     state.fed = best->ids;
     state.len = static_cast<std::int64_t>(best->ids.size());
+    state.device_token = 0;  // the host wrote it alone: a device mirror re-uploads
     return state.len;
 }
 

@@ -13,6 +13,7 @@
 
 #include "engine/cpu/kernels.h"
 #include "engine/serve/residency.h"
+#include "engine/vulkan/chain_stats.h"
 #include "protocol/fields.h"
 
 namespace inkling::serve {
@@ -321,6 +322,10 @@ void Scheduler::run_round(FrameSink& out) {
         for (Active* a : owners) fail(*a, e.what(), out);
         return;
     }
+    // The step finished on the CPU after the device was lost: tell the gateway, which
+    // restarts the engine at a quiet moment to get the device back.
+    if (const std::string lost = forward_.take_device_event(); !lost.empty())
+        out.send(protocol::Event{nlohmann::json{{"kind", "device_lost"}, {"detail", lost}}.dump()});
     const std::int64_t U = model_.config.unpadded_vocab;
     for (std::size_t b = 0; b < blocks.size(); ++b) {
         Active& a = *owners[b];
@@ -398,7 +403,8 @@ nlohmann::json Scheduler::stats() const {
             {"prefill_tok_s", last_prefill_tok_s_},
             {"expert_cache", expert_cache_stats()},
             {"experts", expert_residency(model_, forward_.expert_uses(), forward_.expert_cache())},
-            {"phases_ms", phases_ms()}};
+            {"phases_ms", phases_ms()},
+            {"device", device_stats(forward_.chain(), tokens_generated_ + prompt_tokens_)}};
 }
 
 nlohmann::json Scheduler::phases_ms() const {

@@ -57,6 +57,7 @@ public:
     void stop(const std::string& id, FrameSink& out);    // → DONE, or ERROR NOT_FOUND
     void cancel(const std::string& id, FrameSink& out);  // → ERROR CANCELLED, or NOT_FOUND
     bool busy() const { return !active_.empty(); }
+    forward::Forward& forward() { return forward_; }
     // One batched forward over the requests in flight; emits their frames.
     void run_round(FrameSink& out);
 

@@ -180,7 +180,7 @@ VkDeviceMemory Context::allocate(const VkMemoryRequirements& reqs, VkMemoryPrope
                                  VkMemoryPropertyFlags preferred, VkMemoryPropertyFlags* got) {
     const bool device_local = (required | preferred) & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
     if (device_local && used_ + reqs.size > budget())
-        throw std::runtime_error("device memory budget exceeded: " + std::to_string((used_ + reqs.size) >> 20) +
+        throw OutOfBudget("device memory budget exceeded: " + std::to_string((used_ + reqs.size) >> 20) +
                                  " MiB needed, budget " + std::to_string(budget() >> 20) + " MiB");
     int pick = -1;
     for (int pass = 0; pass < 2 && pick < 0; ++pass) {
@@ -196,7 +196,10 @@ VkDeviceMemory Context::allocate(const VkMemoryRequirements& reqs, VkMemoryPrope
     ai.allocationSize = reqs.size;
     ai.memoryTypeIndex = static_cast<std::uint32_t>(pick);
     VkDeviceMemory memory = VK_NULL_HANDLE;
-    check(vkAllocateMemory(device_, &ai, nullptr, &memory), "vkAllocateMemory");
+    const VkResult r = vkAllocateMemory(device_, &ai, nullptr, &memory);
+    if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
+        throw OutOfBudget("the driver is out of memory for " + std::to_string(reqs.size >> 10) + " KiB");
+    check(r, "vkAllocateMemory");
     if (got) *got = memory_.memoryTypes[pick].propertyFlags;
     used_ += reqs.size;
     peak_ = std::max(peak_, used_);

@@ -28,6 +28,10 @@ T make(VkStructureType type) {
 struct Unavailable : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
+// An allocation past the memory budget (the forced one, or the driver's).
+struct OutOfBudget : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
 // VK_ERROR_DEVICE_LOST from a submit or a wait (real or faked by INKLING_VK_FAULT).
 struct DeviceLost : std::runtime_error {
     using std::runtime_error::runtime_error;
@@ -75,7 +79,7 @@ public:
 
     // Allocates memory of a type with `required` flags (and `preferred` ones when such a
     // type exists) for `reqs`; counts it in the books. Throws std::runtime_error past the
-    // budget or when the driver refuses.
+    // budget (OutOfBudget) or when the driver refuses.
     VkDeviceMemory allocate(const VkMemoryRequirements& reqs, VkMemoryPropertyFlags required,
                             VkMemoryPropertyFlags preferred, VkMemoryPropertyFlags* got = nullptr);
     void free(VkDeviceMemory memory, std::uint64_t bytes);

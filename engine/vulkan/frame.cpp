@@ -17,8 +17,8 @@ std::atomic<std::uint64_t> g_fault_at{[] {
 }()};
 std::uint64_t fault_at() { return g_fault_at.load(); }
 
-constexpr std::uint32_t kSetsPerFrame = 1024;
-constexpr std::uint32_t kBindingsPerFrame = 8 * kSetsPerFrame;
+constexpr std::uint32_t kSetsPerFrame = 4096;
+constexpr std::uint32_t kBindingsPerFrame = 12 * kSetsPerFrame;
 
 }  // namespace
 

@@ -34,7 +34,7 @@ std::uint16_t to_bf16(float f) {
 }
 
 struct GemvPush {
-    std::uint32_t O, I, S, stride, w_off, x_stride, y_stride;
+    std::uint32_t O, I, S, stride, w_off, x_off, x_stride, y_off, y_stride;
 };
 
 }  // namespace
@@ -141,8 +141,8 @@ TEST_CASE("vulkan: gemv matches the CPU kernel (f32 and bf16, strided rows, seve
             vulkan::Buffer Y(*ctx, want.size() * 4, vulkan::Buffer::Kind::Device);
             vulkan::Kernel gemv(*ctx, "gemv", 3, sizeof(GemvPush), {static_cast<std::uint32_t>(format)});
             GemvPush push{static_cast<std::uint32_t>(O), static_cast<std::uint32_t>(I), static_cast<std::uint32_t>(S),
-                          static_cast<std::uint32_t>(stride), static_cast<std::uint32_t>(I),
-                          static_cast<std::uint32_t>(I), static_cast<std::uint32_t>(O)};
+                          static_cast<std::uint32_t>(stride), static_cast<std::uint32_t>(I), 0,
+                          static_cast<std::uint32_t>(I), 0, static_cast<std::uint32_t>(O)};
             vulkan::Frame f(*ctx);
             f.begin();
             const vulkan::Binding b[] = {{&W}, {&X}, {&Y}};

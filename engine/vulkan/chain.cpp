@@ -1,0 +1,550 @@
+#include "engine/vulkan/chain.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "engine/model/tensor.h"
+
+namespace inkling::vulkan {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct GemvPush {
+    std::uint32_t O, I, S, stride, w_off, x_off, x_stride, y_off, y_stride;
+};
+struct NormPush {
+    std::uint32_t segments, n, x_off, x_stride, o_off, o_stride, mode;
+    float eps, scale;
+};
+struct EwPush {
+    std::uint32_t op, n, width, shared_n;
+    float scale;
+};
+struct ConvPush {
+    std::uint32_t rows, channels, kernel, x_off, st_off;
+};
+struct AttnPush {
+    std::uint32_t first, rows, pos0, H, KV, hd, d_rel, ext, window, mrows;
+    float inv_hd;
+};
+
+constexpr std::uint32_t kOpAdd = 0, kOpSwiglu = 1, kOpScale = 2, kOpCombine = 3;
+
+std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
+std::uint32_t groups_for(std::int64_t n, std::int64_t per) {
+    return static_cast<std::uint32_t>(std::clamp<std::int64_t>((n + per - 1) / per, 1, 65535));
+}
+
+std::unique_ptr<Buffer> floats_buffer(Context& ctx, const std::vector<float>& v) {
+    auto b = std::make_unique<Buffer>(ctx, std::max<std::size_t>(4, v.size() * 4), Buffer::Kind::Device);
+    b->write(v.data(), v.size() * 4);
+    return b;
+}
+
+}  // namespace
+
+// A weight matrix on the device, rows packed (no stride), in row chunks that each fit one
+// storage-buffer binding.
+struct Chain::DeviceMatrix {
+    model::DType dtype = model::DType::F32;
+    std::int64_t rows = 0, cols = 0;
+    struct Chunk {
+        std::unique_ptr<Buffer> buffer;
+        std::int64_t first = 0, rows = 0;
+    };
+    std::vector<Chunk> chunks;
+    std::uint64_t bytes = 0;
+
+    DeviceMatrix(Context& ctx, const model::Matrix& m) : dtype(m.dtype), rows(m.rows), cols(m.cols) {
+        const std::size_t row_bytes = model::dtype_bytes(m.dtype, m.cols);
+        const std::int64_t per = std::max<std::int64_t>(
+            1, static_cast<std::int64_t>(std::min<std::uint64_t>(ctx.info().max_storage_range, 1ull << 30) / row_bytes));
+        std::vector<std::byte> staging;
+        for (std::int64_t r0 = 0; r0 < rows; r0 += per) {
+            const std::int64_t n = std::min(per, rows - r0);
+            staging.resize(static_cast<std::size_t>(n) * row_bytes);
+            for (std::int64_t r = 0; r < n; ++r) std::memcpy(staging.data() + r * row_bytes, m.row(r0 + r), row_bytes);
+            Chunk c{std::make_unique<Buffer>(ctx, staging.size(), Buffer::Kind::Device), r0, n};
+            c.buffer->write(staging.data(), staging.size());
+            bytes += staging.size();
+            chunks.push_back(std::move(c));
+        }
+    }
+};
+
+struct Chain::LayerBuffers {
+    std::unique_ptr<Buffer> attn_norm, mlp_norm, q_norm, k_norm, k_conv, v_conv, attn_conv, mlp_conv, bank;
+    std::unique_ptr<DeviceMatrix> wq, wk, wv, wr, wo, router, gate, up, down;
+    std::vector<std::unique_ptr<DeviceMatrix>> sg, su, sd;  // shared experts
+    float dense_scale = 1.0f;
+};
+
+struct Chain::Mirror {
+    std::uint64_t token = 0;
+    std::vector<std::unique_ptr<Buffer>> k, v;                  // per device layer
+    std::vector<std::array<std::unique_ptr<Buffer>, 4>> conv;   // host-visible
+};
+
+namespace {
+
+// Why the chain can't take a layer's matrix, or "" when it can.
+std::string matrix_problem(const std::string& what, const model::Matrix& m) {
+    if (m.dtype != model::DType::F32 && m.dtype != model::DType::BF16)
+        return what + " is " + model::dtype_name(m.dtype) + " (the shaders read F32 and BF16)";
+    if (m.dtype == model::DType::BF16 && m.cols % 2 != 0) return what + " has an odd width in BF16";
+    return "";
+}
+
+std::uint64_t layer_bytes(const model::LayerWeights& L) {
+    std::uint64_t b = L.wq.bytes() + L.wk.bytes() + L.wv.bytes() + L.wr.bytes() + L.wo.bytes();
+    if (L.router.data) b += L.router.bytes();
+    if (L.dense.gate.data) b += L.dense.gate.bytes() + L.dense.up.bytes() + L.dense.down.bytes();
+    for (const auto& s : L.shared) b += s.gate.bytes() + s.up.bytes() + s.down.bytes();
+    return b;
+}
+
+}  // namespace
+
+Chain::Chain(const model::Model& model, const ChainOptions& o) : model_(model), c_(model.config) {
+    const auto& w = model.weights;
+    // Geometry the shaders take.
+    for (int i = 0; i < c_.layers; ++i) {
+        if (c_.layer_head_dim(i) > 256) throw Declined("head dim " + std::to_string(c_.layer_head_dim(i)) + " > 256");
+    }
+    if (c_.d_rel > 64) throw Declined("relative-bias rank " + std::to_string(c_.d_rel) + " > 64");
+    if (c_.conv_kernel > 9) throw Declined("short conv of " + std::to_string(c_.conv_kernel) + " taps > 9");
+    auto check = [](const std::string& problem) {
+        if (!problem.empty()) throw Declined(problem);
+    };
+    check(matrix_problem("lm_head", w.lm_head));
+    for (int i = 0; i < c_.layers; ++i) {
+        const auto& L = w.layers[i];
+        const std::string at = "layer " + std::to_string(i) + " ";
+        for (auto [n, m] : {std::pair{"q_proj", &L.wq}, {"k_proj", &L.wk}, {"v_proj", &L.wv}, {"r_proj", &L.wr},
+                            {"o_proj", &L.wo}})
+            check(matrix_problem(at + n, *m));
+        if (c_.kinds[i].sparse) {
+            check(matrix_problem(at + "router", L.router));
+            for (const auto& s : L.shared)
+                for (const model::Matrix* m : {&s.gate, &s.up, &s.down}) check(matrix_problem(at + "shared expert", *m));
+        } else {
+            for (const model::Matrix* m : {&L.dense.gate, &L.dense.up, &L.dense.down})
+                check(matrix_problem(at + "dense MLP", *m));
+        }
+    }
+
+    ctx_ = Context::open(o.device, o.budget);
+    k_gemv_f32_ = std::make_unique<Kernel>(*ctx_, "gemv", 3, sizeof(GemvPush), std::vector<std::uint32_t>{0});
+    k_gemv_bf16_ = std::make_unique<Kernel>(*ctx_, "gemv", 3, sizeof(GemvPush), std::vector<std::uint32_t>{1});
+    k_rmsnorm_ = std::make_unique<Kernel>(*ctx_, "rmsnorm", 3, sizeof(NormPush));
+    k_ew_ = std::make_unique<Kernel>(*ctx_, "ew", 4, sizeof(EwPush));
+    k_sconv_ = std::make_unique<Kernel>(*ctx_, "sconv", 3, sizeof(ConvPush));
+    k_attn_ = std::make_unique<Kernel>(*ctx_, "relattn", 9, sizeof(AttnPush));
+
+    // How many layers fit: the budget less lm_head, the final norm and a scratch reserve
+    // (with a forced count for tests).
+    const std::uint64_t budget = ctx_->budget();
+    const std::uint64_t reserve = std::min<std::uint64_t>(64ull << 20, budget / 4);
+    std::uint64_t left = budget > reserve ? budget - reserve : 0;
+    const std::uint64_t head = w.lm_head.bytes();
+    int fit = 0;
+    std::uint64_t need = head;
+    for (int i = 0; i < c_.layers; ++i) {
+        need += layer_bytes(w.layers[i]);
+        if (need > left) break;
+        fit = i + 1;
+    }
+    n_layers_ = o.layers >= 0 ? std::min(o.layers, c_.layers) : fit;
+    if (o.layers < 0 && fit < c_.layers) {
+        // lm_head stays on the host with a partial chain: count the layers again without it.
+        std::uint64_t n2 = 0;
+        fit = 0;
+        for (int i = 0; i < c_.layers; ++i) {
+            n2 += layer_bytes(w.layers[i]);
+            if (n2 > left) break;
+            fit = i + 1;
+        }
+        n_layers_ = fit;
+    }
+    if (n_layers_ == 0) throw Declined("not one layer fits the device budget of " + std::to_string(budget >> 20) + " MiB");
+
+    for (int i = 0; i < n_layers_; ++i) {
+        const auto& L = w.layers[i];
+        auto B = std::make_unique<LayerBuffers>();
+        B->attn_norm = floats_buffer(*ctx_, L.attn_norm);
+        B->mlp_norm = floats_buffer(*ctx_, L.mlp_norm);
+        B->q_norm = floats_buffer(*ctx_, L.q_norm);
+        B->k_norm = floats_buffer(*ctx_, L.k_norm);
+        B->k_conv = floats_buffer(*ctx_, L.k_conv);
+        B->v_conv = floats_buffer(*ctx_, L.v_conv);
+        B->attn_conv = floats_buffer(*ctx_, L.attn_conv);
+        B->mlp_conv = floats_buffer(*ctx_, L.mlp_conv);
+        B->bank = floats_buffer(*ctx_, L.rel_bank);
+        B->wq = std::make_unique<DeviceMatrix>(*ctx_, L.wq);
+        B->wk = std::make_unique<DeviceMatrix>(*ctx_, L.wk);
+        B->wv = std::make_unique<DeviceMatrix>(*ctx_, L.wv);
+        B->wr = std::make_unique<DeviceMatrix>(*ctx_, L.wr);
+        B->wo = std::make_unique<DeviceMatrix>(*ctx_, L.wo);
+        if (c_.kinds[i].sparse) {
+            B->router = std::make_unique<DeviceMatrix>(*ctx_, L.router);
+            for (const auto& s : L.shared) {
+                B->sg.push_back(std::make_unique<DeviceMatrix>(*ctx_, s.gate));
+                B->su.push_back(std::make_unique<DeviceMatrix>(*ctx_, s.up));
+                B->sd.push_back(std::make_unique<DeviceMatrix>(*ctx_, s.down));
+            }
+        } else {
+            B->gate = std::make_unique<DeviceMatrix>(*ctx_, L.dense.gate);
+            B->up = std::make_unique<DeviceMatrix>(*ctx_, L.dense.up);
+            B->down = std::make_unique<DeviceMatrix>(*ctx_, L.dense.down);
+            B->dense_scale = L.dense_scale;
+        }
+        layer_.push_back(std::move(B));
+    }
+    if (n_layers_ == c_.layers) {
+        lm_head_ = std::make_unique<DeviceMatrix>(*ctx_, w.lm_head);
+        final_norm_ = floats_buffer(*ctx_, w.final_norm);
+    }
+    f1_ = std::make_unique<Frame>(*ctx_);
+    f2_ = std::make_unique<Frame>(*ctx_);
+}
+
+Chain::~Chain() {
+    try {
+        if (f2_) f2_->wait();
+    } catch (...) {
+    }
+}
+
+bool Chain::full() const { return n_layers_ == c_.layers; }
+
+void Chain::forget_sessions() { mirrors_.clear(); }
+
+void Chain::gemv(Frame& f, const DeviceMatrix& m, const Buffer& x, std::uint32_t x_off, std::uint32_t rows,
+                 const Buffer& y, std::uint32_t y_off, std::uint32_t y_stride) {
+    const Kernel& k = m.dtype == model::DType::BF16 ? *k_gemv_bf16_ : *k_gemv_f32_;
+    for (const auto& c : m.chunks) {
+        GemvPush p{u32(c.rows), u32(m.cols), rows, u32(m.cols), 0, x_off, u32(m.cols), y_off + u32(c.first), y_stride};
+        const Binding b[] = {{c.buffer.get()}, {&x}, {&y}};
+        f.dispatch(k, b, &p, groups_for(c.rows, 1));
+    }
+}
+
+void Chain::rmsnorm(Frame& f, const Buffer& x, std::uint32_t x_off, std::uint32_t segments, std::uint32_t n,
+                    const Buffer& w, const Buffer& out, std::uint32_t out_off, float scale) {
+    NormPush p{segments, n, x_off, n, out_off, n, scale != 0.0f ? 1u : 0u, static_cast<float>(c_.eps), scale};
+    const Binding b[] = {{&x}, {&w}, {&out}};
+    f.dispatch(*k_rmsnorm_, b, &p, groups_for(segments, 1));
+}
+
+void Chain::ew(Frame& f, std::uint32_t op, const Buffer& a, const Buffer& b, std::uint32_t n, float scale) {
+    EwPush p{op, n, u32(c_.hidden), 0, scale};
+    const Binding bind[] = {{&a}, {&b}, {&b}, {&b}};
+    f.dispatch(*k_ew_, bind, &p, groups_for(n, 256));
+}
+
+void Chain::sconv(Frame& f, const Buffer& x, std::uint32_t x_off, std::uint32_t rows, std::uint32_t channels,
+                  const Buffer& w, const Buffer& state) {
+    ConvPush p{rows, channels, u32(c_.conv_kernel), x_off, 0};
+    const Binding b[] = {{&x}, {&w}, {&state}};
+    f.dispatch(*k_sconv_, b, &p, groups_for(channels, 64));
+}
+
+void Chain::ensure_scratch(std::int64_t R) {
+    if (R <= scratch_rows_) return;
+    const std::int64_t n = std::max<std::int64_t>(R, 16);
+    std::int64_t qmax = 0, kvmax = 0, rmax = 0, imax = c_.moe_inter;
+    for (int i = 0; i < c_.layers; ++i) {
+        qmax = std::max<std::int64_t>(qmax, std::int64_t{c_.layer_heads(i)} * c_.layer_head_dim(i));
+        kvmax = std::max<std::int64_t>(kvmax, std::int64_t{c_.layer_kv_heads(i)} * c_.layer_head_dim(i));
+        rmax = std::max<std::int64_t>(rmax, std::int64_t{c_.layer_heads(i)} * c_.d_rel);
+        if (!c_.kinds[i].sparse) imax = std::max<std::int64_t>(imax, c_.dense_inter);
+    }
+    const std::int64_t D = c_.hidden, NS = std::max(1, c_.shared_experts), E = c_.experts + c_.shared_experts;
+    auto dev = [&](std::int64_t floats) { return Buffer(*ctx_, static_cast<std::size_t>(floats) * 4, Buffer::Kind::Device); };
+    auto host = [&](std::int64_t floats) { return Buffer(*ctx_, static_cast<std::size_t>(floats) * 4, Buffer::Kind::Host); };
+    x_ = dev(n * D);
+    h_ = dev(n * D);
+    a_ = dev(n * D);
+    q_ = dev(n * qmax);
+    kf_ = dev(n * kvmax);
+    vf_ = dev(n * kvmax);
+    r_ = dev(n * std::max<std::int64_t>(rmax, 1));
+    ctx_rows_ = dev(n * qmax);
+    tau_ = host(n);
+    g_ = dev(n * imax);
+    u_ = dev(n * imax);
+    shared_out_ = dev(NS * n * D);
+    routed_ = host(n * D);
+    shared_w_ = host(n * NS);
+    logits_ = host(n * std::max<std::int64_t>(E, 1));
+    h_down_ = host(n * D);
+    kv_stride_ = 2 * n * kvmax;
+    kv_down_ = host(kv_stride_ * c_.layers);
+    out_ = host(n * D);
+    scratch_rows_ = n;
+}
+
+Chain::Mirror& Chain::mirror(forward::SessionState* s) {
+    auto& slot = mirrors_[s];
+    if (!slot) {
+        auto make = [&] {
+            auto m = std::make_unique<Mirror>();
+            for (int i = 0; i < n_layers_; ++i) {
+                const auto& L = s->layers[i];
+                const std::size_t bytes = L.k.size() * 4;
+                m->k.push_back(std::make_unique<Buffer>(*ctx_, bytes, Buffer::Kind::Device));
+                m->v.push_back(std::make_unique<Buffer>(*ctx_, bytes, Buffer::Kind::Device));
+                std::array<std::unique_ptr<Buffer>, 4> conv;
+                for (int j = 0; j < 4; ++j)
+                    conv[j] = std::make_unique<Buffer>(*ctx_, std::max<std::size_t>(4, L.conv[j].size() * 4),
+                                                       Buffer::Kind::Host);
+                m->conv.push_back(std::move(conv));
+            }
+            return m;
+        };
+        try {
+            slot = make();
+        } catch (const OutOfBudget&) {
+            // Make room: drop the mirrors of sessions outside this step (they re-upload when
+            // they come back), then try once more.
+            for (auto it = mirrors_.begin(); it != mirrors_.end();) {
+                const bool in_step = it->first == s || std::any_of(spans_.begin(), spans_.end(),
+                                                                     [&](const Span& sp) { return sp.state == it->first; });
+                it = in_step ? std::next(it) : mirrors_.erase(it);
+            }
+            try {
+                mirrors_[s] = make();
+            } catch (...) {
+                mirrors_.erase(s);
+                throw;
+            }
+        }
+    }
+    Mirror& m = *mirrors_[s];
+    if (m.token == 0 || s->device_token != m.token) {
+        // The host wrote this state alone since the chain last ran it: upload all of it.
+        for (int i = 0; i < n_layers_; ++i) {
+            const auto& L = s->layers[i];
+            m.k[i]->write(L.k.data(), L.k.size() * 4);
+            m.v[i]->write(L.v.data(), L.v.size() * 4);
+            for (int j = 0; j < 4; ++j) m.conv[i][j]->write(L.conv[j].data(), L.conv[j].size() * 4);
+        }
+        m.token = next_token_++;
+        s->device_token = m.token;
+        ++stats_.uploads;
+    }
+    return m;
+}
+
+void Chain::begin(const std::vector<Span>& spans, std::int64_t R, const float* x) {
+    ensure_scratch(R);
+    spans_ = spans;
+    R_ = R;
+    pending_moe_ = -1;
+    for (const Span& sp : spans) mirror(sp.state);
+    x_.write(x, static_cast<std::size_t>(R * c_.hidden) * 4);
+    ++stats_.steps;
+}
+
+void Chain::join_moe(Frame& f, int i) {
+    // a = routed + Σ_j w_j·shared_j (the CPU's order), then that layer's MLP conv, x += a.
+    const std::int64_t D = c_.hidden;
+    const std::uint32_t n = u32(R_ * D);
+    EwPush p{kOpCombine, n, u32(D), u32(c_.shared_experts), 1.0f};
+    const Binding b[] = {{&a_}, {&routed_}, {&shared_out_}, {&shared_w_}};
+    f.dispatch(*k_ew_, b, &p, groups_for(n, 256));
+    f.barrier();
+    for (const Span& sp : spans_)
+        sconv(f, a_, u32(sp.first * D), u32(sp.rows), u32(D), *layer_[i]->mlp_conv, *mirror(sp.state).conv[i][3]);
+    f.barrier();
+    ew(f, kOpAdd, x_, a_, n);
+    f.barrier();
+}
+
+bool Chain::layer(int i, float* h_host, float* logits_host) {
+    const auto t_host = Clock::now();
+    const LayerBuffers& B = *layer_[i];
+    const std::int64_t D = c_.hidden, R = R_;
+    const std::int64_t H = c_.layer_heads(i), KV = c_.layer_kv_heads(i), hd = c_.layer_head_dim(i);
+    const std::int64_t kvd = KV * hd;
+    const bool local = c_.kinds[i].local;
+    // tau per row, in double as the CPU computes it.
+    {
+        auto* tau = static_cast<float*>(tau_.data());
+        for (const Span& sp : spans_)
+            for (std::int64_t s = 0; s < sp.rows; ++s) {
+                float t = 1.0f;
+                const std::int64_t p = sp.pos0 + s;
+                if (!local && c_.log_floor > 0) {
+                    const double en = static_cast<double>(p + 1) / c_.log_floor;
+                    if (en > 1.0) t = static_cast<float>(1.0 + c_.log_alpha * std::log(en));
+                }
+                tau[sp.first + s] = t;
+            }
+    }
+    Frame& f = *f1_;
+    f.begin();
+    f.barrier();  // after the previous frames (A2's shared experts among them)
+    if (pending_moe_ >= 0) join_moe(f, pending_moe_), pending_moe_ = -1;
+
+    rmsnorm(f, x_, 0, u32(R), u32(D), *B.attn_norm, h_, 0);
+    f.barrier();
+    gemv(f, *B.wq, h_, 0, u32(R), q_, 0, u32(H * hd));
+    gemv(f, *B.wk, h_, 0, u32(R), kf_, 0, u32(kvd));
+    gemv(f, *B.wv, h_, 0, u32(R), vf_, 0, u32(kvd));
+    gemv(f, *B.wr, h_, 0, u32(R), r_, 0, u32(H * c_.d_rel));
+    f.barrier();
+    for (const Span& sp : spans_) {
+        Mirror& m = mirror(sp.state);
+        sconv(f, kf_, u32(sp.first * kvd), u32(sp.rows), u32(kvd), *B.k_conv, *m.conv[i][0]);
+        sconv(f, vf_, u32(sp.first * kvd), u32(sp.rows), u32(kvd), *B.v_conv, *m.conv[i][1]);
+    }
+    f.barrier();
+    rmsnorm(f, q_, 0, u32(R * H), u32(hd), *B.q_norm, q_, 0);
+    rmsnorm(f, kf_, 0, u32(R * KV), u32(hd), *B.k_norm, kf_, 0);
+    f.barrier();
+    for (const Span& sp : spans_) {
+        Mirror& m = mirror(sp.state);
+        const auto& L = sp.state->layers[i];
+        AttnPush p{u32(sp.first), u32(sp.rows), u32(sp.pos0), u32(H), u32(KV), u32(hd), u32(c_.d_rel),
+                   u32(c_.layer_extent(i)), local ? u32(c_.window) : 0u, u32(L.rows),
+                   1.0f / static_cast<float>(hd)};
+        const Binding b[] = {{&q_}, {&kf_}, {&vf_}, {m.k[i].get()}, {m.v[i].get()}, {&r_}, {B.bank.get()},
+                             {&ctx_rows_}, {&tau_}};
+        f.dispatch(*k_attn_, b, &p, u32(sp.rows * H));
+    }
+    f.barrier();
+    // The step's K/V rows into the mirror (rows a ring would overwrite within the block
+    // skipped, as on the host) and down to the host's copy.
+    const std::size_t kv_at = static_cast<std::size_t>(kv_stride_ * i);
+    for (const Span& sp : spans_) {
+        Mirror& m = mirror(sp.state);
+        const auto& L = sp.state->layers[i];
+        for (std::int64_t s = std::max<std::int64_t>(0, sp.rows - L.rows); s < sp.rows; ++s) {
+            const std::int64_t row = (sp.pos0 + s) % L.rows, src = sp.first + s;
+            for (std::int64_t g = 0; g < KV; ++g) {
+                const std::size_t from = static_cast<std::size_t>((src * KV + g) * hd) * 4;
+                const std::size_t to = static_cast<std::size_t>((g * L.rows + row) * hd) * 4;
+                f.copy(kf_, from, *m.k[i], to, static_cast<std::size_t>(hd) * 4);
+                f.copy(vf_, from, *m.v[i], to, static_cast<std::size_t>(hd) * 4);
+            }
+        }
+    }
+    f.copy(kf_, 0, kv_down_, kv_at * 4, static_cast<std::size_t>(R * kvd) * 4);
+    f.copy(vf_, 0, kv_down_, (kv_at + static_cast<std::size_t>(R * kvd)) * 4, static_cast<std::size_t>(R * kvd) * 4);
+    gemv(f, *B.wo, ctx_rows_, 0, u32(R), a_, 0, u32(D));
+    f.barrier();
+    for (const Span& sp : spans_)
+        sconv(f, a_, u32(sp.first * D), u32(sp.rows), u32(D), *B.attn_conv, *mirror(sp.state).conv[i][2]);
+    f.barrier();
+    ew(f, kOpAdd, x_, a_, u32(R * D));
+    f.barrier();
+    rmsnorm(f, x_, 0, u32(R), u32(D), *B.mlp_norm, h_, 0);
+    f.barrier();
+    const bool sparse = c_.kinds[i].sparse;
+    if (sparse) {
+        gemv(f, *B.router, h_, 0, u32(R), logits_, 0, u32(c_.experts + c_.shared_experts));
+        f.copy(h_, 0, h_down_, 0, static_cast<std::size_t>(R * D) * 4);
+    } else {
+        const std::int64_t I = c_.dense_inter;
+        gemv(f, *B.gate, h_, 0, u32(R), g_, 0, u32(I));
+        gemv(f, *B.up, h_, 0, u32(R), u_, 0, u32(I));
+        f.barrier();
+        ew(f, kOpSwiglu, g_, u_, u32(R * I));
+        f.barrier();
+        gemv(f, *B.down, g_, 0, u32(R), a_, 0, u32(D));
+        f.barrier();
+        if (B.dense_scale != 1.0f) {
+            ew(f, kOpScale, a_, a_, u32(R * D), B.dense_scale);
+            f.barrier();
+        }
+        for (const Span& sp : spans_)
+            sconv(f, a_, u32(sp.first * D), u32(sp.rows), u32(D), *B.mlp_conv, *mirror(sp.state).conv[i][3]);
+        f.barrier();
+        ew(f, kOpAdd, x_, a_, u32(R * D));
+    }
+    stats_.host_s += since(t_host);
+    const auto t_dev = Clock::now();
+    f.run();
+    ++stats_.frames;
+    stats_.device_wait_s += since(t_dev);
+    if (!sparse) return false;
+    std::memcpy(h_host, h_down_.data(), static_cast<std::size_t>(R * D) * 4);
+    std::memcpy(logits_host, logits_.data(), static_cast<std::size_t>(R * (c_.experts + c_.shared_experts)) * 4);
+    return true;
+}
+
+void Chain::experts(int i, const float* routed, const float* shared_w) {
+    const LayerBuffers& B = *layer_[i];
+    const std::int64_t D = c_.hidden, R = R_, NS = c_.shared_experts;
+    routed_.write(routed, static_cast<std::size_t>(R * D) * 4);
+    if (NS > 0) shared_w_.write(shared_w, static_cast<std::size_t>(R * NS) * 4);
+    pending_moe_ = i;
+    if (NS == 0) return;
+    Frame& f = *f2_;
+    f.begin();
+    const std::int64_t I = c_.moe_inter;
+    for (std::int64_t j = 0; j < NS; ++j) {
+        // Each shared expert's gate/up/SwiGLU/down into its slice of shared_out.
+        gemv(f, *B.sg[j], h_, 0, u32(R), g_, 0, u32(I));
+        gemv(f, *B.su[j], h_, 0, u32(R), u_, 0, u32(I));
+        f.barrier();
+        ew(f, kOpSwiglu, g_, u_, u32(R * I));
+        f.barrier();
+        gemv(f, *B.sd[j], g_, 0, u32(R), shared_out_, u32(j * R * D), u32(D));
+        f.barrier();
+    }
+    f.submit();
+    ++stats_.frames;
+}
+
+void Chain::finish(const std::vector<std::int64_t>& out_rows, float* logits, float* x) {
+    const std::int64_t D = c_.hidden, R = R_;
+    const std::int64_t n_out = static_cast<std::int64_t>(out_rows.size());
+    const std::size_t out_bytes = static_cast<std::size_t>(full() ? n_out * c_.unpadded_vocab : R * D) * 4;
+    if (out_.size() < out_bytes) out_ = Buffer(*ctx_, out_bytes, Buffer::Kind::Host);
+    Frame& f = *f1_;
+    f.begin();
+    f.barrier();
+    if (pending_moe_ >= 0) join_moe(f, pending_moe_), pending_moe_ = -1;
+    if (full()) {
+        for (std::int64_t s = 0; s < n_out; ++s)
+            rmsnorm(f, x_, u32(out_rows[s] * D), 1, u32(D), *final_norm_, h_, u32(s * D),
+                    static_cast<float>(1.0 / c_.mup));
+        f.barrier();
+        gemv(f, *lm_head_, h_, 0, u32(n_out), out_, 0, u32(c_.unpadded_vocab));
+    } else {
+        f.copy(x_, 0, out_, 0, static_cast<std::size_t>(R * D) * 4);
+    }
+    f.run();
+    ++stats_.frames;
+    // The host's states become current: K/V rows, conv states.
+    const auto* kv = static_cast<const float*>(kv_down_.data());
+    for (const Span& sp : spans_) {
+        Mirror& m = *mirrors_[sp.state];
+        for (int i = 0; i < n_layers_; ++i) {
+            auto& L = sp.state->layers[i];
+            const std::int64_t KV = L.kv_heads, hd = L.head_dim, kvd = KV * hd;
+            const float* kd = kv + static_cast<std::size_t>(kv_stride_ * i);
+            const float* vd = kd + R * kvd;
+            for (std::int64_t s = std::max<std::int64_t>(0, sp.rows - L.rows); s < sp.rows; ++s) {
+                const std::int64_t row = (sp.pos0 + s) % L.rows, src = sp.first + s;
+                for (std::int64_t g = 0; g < KV; ++g) {
+                    std::copy_n(kd + (src * KV + g) * hd, hd, L.k.data() + (g * L.rows + row) * hd);
+                    std::copy_n(vd + (src * KV + g) * hd, hd, L.v.data() + (g * L.rows + row) * hd);
+                }
+            }
+            for (int j = 0; j < 4; ++j) m.conv[i][j]->read(L.conv[j].data(), L.conv[j].size() * 4);
+        }
+        sp.state->device_token = m.token;
+    }
+    if (full()) std::memcpy(logits, out_.data(), static_cast<std::size_t>(n_out * c_.unpadded_vocab) * 4);
+    else std::memcpy(x, out_.data(), static_cast<std::size_t>(R * D) * 4);
+}
+
+}  // namespace inkling::vulkan

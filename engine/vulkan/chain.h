@@ -1,0 +1,127 @@
+// The dense chain: the dense part of each layer as compute shaders on the Vulkan device,
+// the routed experts on the host (shared/seeds/000's design; docs/vulkan.md).
+//
+// Per layer, frame A1 runs on the device: the MoE output of the layer before joins the
+// residual (the host's routed sum plus each shared expert × its combine weight, then that
+// layer's MLP short conv and the add), the input RMSNorm, q/k/v/r, the K and V short
+// convs, the per-head q/k norms, the relative-bias attention over the device's mirror of
+// the K/V cache, o_proj, the attention conv, the residual, the post-attention norm and —
+// on a MoE layer — the router logits, which come back with the normed rows; a dense-MLP
+// layer finishes its MLP in the same frame. The host then picks the experts and runs the
+// routed ones while frame A2 (not waited for) runs the shared experts on the device.
+// The last frame takes the final norm ÷ mup and lm_head of the rows whose logits are
+// wanted.
+//
+// The host's state stays canonical: each step's K/V rows are copied into the host cache
+// and the conv states back to the host at the end of every step. A session's device mirror
+// is valid while SessionState::device_token holds the token the chain gave it; anything
+// else that writes the state (a CPU step, a reset, a restored snapshot) clears the token,
+// and the next chain step uploads the whole state first.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/forward/session_state.h"
+#include "engine/model/weights.h"
+#include "engine/vulkan/buffer.h"
+#include "engine/vulkan/context.h"
+#include "engine/vulkan/frame.h"
+#include "engine/vulkan/kernel.h"
+
+namespace inkling::vulkan {
+
+// The chain can't take this model (a geometry or format the shaders don't read as the CPU
+// does); the message says why.
+struct Declined : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct ChainOptions {
+    int device = -1;            // -1: the best ranked
+    std::uint64_t budget = 0;   // bytes; 0: the device's
+    int layers = -1;            // layers on the device (from the first); -1: all that fit
+};
+
+struct ChainStats {
+    std::uint64_t frames = 0, steps = 0, uploads = 0;
+    double device_wait_s = 0, host_s = 0;
+};
+
+class Chain {
+public:
+    // Opens the device and uploads the dense weights of the layers it takes. Throws
+    // Unavailable (no device) or Declined.
+    Chain(const model::Model& model, const ChainOptions& options);
+    ~Chain();
+
+    const DeviceInfo& device() const { return ctx_->info(); }
+    int layers() const { return n_layers_; }     // layers 0..layers()-1 run here
+    bool full() const;                            // every layer and lm_head here
+    std::uint64_t memory_used() const { return ctx_->used(); }
+    std::uint64_t memory_budget() const { return ctx_->budget(); }
+    const ChainStats& stats() const { return stats_; }
+
+    struct Span {
+        forward::SessionState* state;
+        std::int64_t first, rows, pos0;
+    };
+    // A step over R rows of `spans`, x [R][D] embedded on the host.
+    void begin(const std::vector<Span>& spans, std::int64_t R, const float* x);
+    // Frame A1 of layer i. On a MoE layer fills h [R][D] (the normed rows) and logits
+    // [R][E+NS] (router) and returns true; a dense layer returns false.
+    bool layer(int i, float* h, float* logits);
+    // Frame A2 of MoE layer i: the shared experts (not waited for). `routed` [R][D] and
+    // `shared_w` [R][NS] join the residual at the start of the next frame.
+    void experts(int i, const float* routed, const float* shared_w);
+    // Ends the step: finishes the last layer's MLP; then, with a full chain, the final
+    // norm ÷ mup and lm_head of `out_rows` into logits [out][unpadded_vocab]; with a
+    // partial one, the residual rows into x [R][D] for the CPU to carry on. Copies the K/V
+    // rows and conv states back to the host states and marks their mirrors current.
+    void finish(const std::vector<std::int64_t>& out_rows, float* logits, float* x);
+
+    // Drops every mirror (after a device loss the chain is not used again).
+    void forget_sessions();
+
+private:
+    struct DeviceMatrix;
+    struct LayerBuffers;
+    struct Mirror;
+    void gemv(Frame& f, const DeviceMatrix& m, const Buffer& x, std::uint32_t x_off, std::uint32_t rows,
+              const Buffer& y, std::uint32_t y_off, std::uint32_t y_stride);
+    void rmsnorm(Frame& f, const Buffer& x, std::uint32_t x_off, std::uint32_t segments, std::uint32_t n,
+                 const Buffer& w, const Buffer& out, std::uint32_t out_off, float scale = 0.0f);
+    void ew(Frame& f, std::uint32_t op, const Buffer& a, const Buffer& b, std::uint32_t n, float scale = 1.0f);
+    void sconv(Frame& f, const Buffer& x, std::uint32_t x_off, std::uint32_t rows, std::uint32_t channels,
+               const Buffer& w, const Buffer& state);
+    void join_moe(Frame& f, int i);  // the previous MoE layer's output into the residual
+    Mirror& mirror(forward::SessionState* s);
+    void ensure_scratch(std::int64_t R);
+
+    const model::Model& model_;
+    const model::Config& c_;
+    std::unique_ptr<Context> ctx_;
+    std::unique_ptr<Kernel> k_gemv_f32_, k_gemv_bf16_, k_rmsnorm_, k_ew_, k_sconv_, k_attn_;
+    std::vector<std::unique_ptr<LayerBuffers>> layer_;
+    std::unique_ptr<DeviceMatrix> lm_head_;
+    std::unique_ptr<Buffer> final_norm_;
+    int n_layers_ = 0;
+    std::map<forward::SessionState*, std::unique_ptr<Mirror>> mirrors_;
+    std::uint64_t next_token_ = 1;
+
+    // Per-step scratch.
+    std::int64_t scratch_rows_ = 0;
+    std::int64_t kv_stride_ = 0;  // floats a layer takes in kv_down_ (K rows, then V rows)
+    Buffer x_, h_, a_, q_, kf_, vf_, r_, ctx_rows_, tau_, g_, u_, shared_out_;
+    Buffer routed_, shared_w_, logits_, h_down_, kv_down_, out_;
+    std::unique_ptr<Frame> f1_, f2_;
+    std::vector<Span> spans_;
+    std::int64_t R_ = 0;
+    int pending_moe_ = -1;  // a MoE layer whose output hasn't joined the residual
+    ChainStats stats_;
+};
+
+}  // namespace inkling::vulkan

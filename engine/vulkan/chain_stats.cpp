@@ -1,0 +1,25 @@
+#include "engine/vulkan/chain_stats.h"
+
+namespace inkling::vulkan {
+
+nlohmann::json device_stats(const Chain* chain, std::uint64_t tokens) {
+    if (!chain) return {{"mode", "cpu"}};
+    const ChainStats& s = chain->stats();
+    const auto per = [](double a, std::uint64_t b) { return b ? a / static_cast<double>(b) : 0.0; };
+    return {{"mode", "vulkan"},
+            {"name", chain->device().name},
+            {"type", chain->device().type_name()},
+            {"memory_used", chain->memory_used()},
+            {"memory_budget", chain->memory_budget()},
+            {"layers", chain->layers()},
+            {"lm_head", chain->full()},
+            {"steps", s.steps},
+            {"frames", s.frames},
+            {"frames_per_step", per(static_cast<double>(s.frames), s.steps)},
+            {"state_uploads", s.uploads},
+            {"device_ms", s.device_wait_s * 1e3},
+            {"host_record_ms", s.host_s * 1e3},
+            {"tokens", tokens}};
+}
+
+}  // namespace inkling::vulkan

@@ -1,0 +1,29 @@
+// Whether the engine computes on a Vulkan device: the `--vulkan auto|on|off|prompts`,
+// `--vk-device`, `--vk-layers` and `--vk-budget-mb` flags of run/serve/eval/bench.
+// auto: on for a discrete or integrated GPU, off on a CPU driver such as lavapipe;
+// on: any device (lavapipe included), and a missing device is an error; prompts: like
+// auto, for prompt steps only (decode stays on the CPU).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/model/weights.h"
+#include "engine/vulkan/chain.h"
+
+namespace inkling::vulkan {
+
+struct VulkanFlags {
+    std::string mode = "auto";
+    int device = -1;
+    int layers = -1;
+    std::uint64_t budget_mb = 0;
+};
+
+// Opens the chain when the flags and the system say so, printing one line to stderr that
+// says what runs where and why; nullptr means the CPU does everything. Throws
+// std::runtime_error for a bad mode, or when `on` finds no usable device.
+std::unique_ptr<Chain> open_chain(const model::Model& model, const VulkanFlags& flags);
+
+}  // namespace inkling::vulkan
