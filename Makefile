@@ -1,7 +1,7 @@
 # The single entry point. On a fresh Debian 12 machine:
 #   make run    build, then start what the project serves
 #   make test   build everything, run every test; ends with "N passed, N failed"
-# Other targets: deps, build, bench, asan, fuzz, oracle, clean. Builds go out of tree into build/.
+# Other targets: deps, build, eval, bench, asan, fuzz, oracle, clean. Builds go out of tree into build/.
 
 BUILD       ?= build
 ASAN_BUILD  ?= build-asan
@@ -9,7 +9,7 @@ FUZZ_BUILD  ?= build-fuzz
 FUZZ_SECONDS ?= 20
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps build test run bench asan fuzz oracle clean
+.PHONY: all deps build test run eval bench asan fuzz oracle clean
 
 all: build
 
@@ -27,6 +27,10 @@ test: build
 
 run: build
 	@tools/run_demo.sh $(BUILD)
+
+# Held-out perplexity of the committed demo model (models/inkling-demo/README.md).
+eval: build
+	$(BUILD)/inkling eval --model models/inkling-demo --text models/inkling-demo/heldout.txt --ctx 512
 
 # Speed, as ratios measured in one run (see docs/performance.md).
 bench: build

@@ -79,6 +79,14 @@ if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
 else
     echo "reference-goldens: skipped (python3-torch not installed; the committed goldens still ran)"
 fi
+# The trained demo model (models/inkling-demo): engine vs the reference's golden, and, with
+# torch, the golden against a live run of the reference.
+run_suite demo-model python3 "$root/tests/engine/demo_model_test.py" "$build"
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+    run_suite demo-model-reference /usr/bin/python3 "$root/tools/train-tiny/demo_goldens.py" --check
+else
+    echo "demo-model-reference: skipped (python3-torch not installed; the committed golden still ran)"
+fi
 if "$root/tools/make-tiny/ensure_demo.sh" "$build" >"$log_dir/demo-model.log" 2>&1; then
     run_suite conformance-engine-text "$build/protocol-conformance" --scratch "$log_dir" -- \
         "$build/inkling" serve --model "$build/demo-model" --slots 2 --ctx 512 --threads 2

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# `make run`: the demo model (the real Inkling vocabulary and TMLv0 tokens, tiny random
-# layers, so its replies are not yet language) answers one turn through coli, then — on a
-# terminal — the chat stays open: type, Ctrl-C stops an answer, :q quits.
+# `make run`: the committed demo model (models/inkling-demo: 7.6M parameters trained on
+# fortune cookies, every layer kind of Inkling; see its README.md) answers one turn
+# through coli, then — on a terminal — the chat stays open: type, Ctrl-C stops an answer,
+# :q quits. MODEL=DIR runs another model.
 set -euo pipefail
 build="${1:-build}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
-"$root/tools/make-tiny/ensure_demo.sh" "$build"
-demo="$build/demo-model"
+demo="${MODEL:-$root/models/inkling-demo}"
 prompt="${PROMPT:-Hello! What can you do?}"
 echo "== you: $prompt"
-"$build/coli" run "$prompt" --no-attach --model "$demo" --max-tokens 24 --temperature 0.8
+"$build/coli" run "$prompt" --no-attach --model "$demo" --max-tokens 160 --temperature 0.7
 echo
 if [[ -t 0 && -t 1 ]]; then
     echo "== chatting with the demo model (:help for commands, :q to quit)"

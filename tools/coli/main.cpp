@@ -17,6 +17,8 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include <cxxopts.hpp>
 
@@ -41,6 +43,16 @@ std::string sibling(const std::string& name) {
     return ec ? name : (self.parent_path() / name).string();
 }
 
+// The committed demo model (models/inkling-demo, found through the source directory the
+// build recorded), used when no --model is given and no gateway answers; "" if absent.
+std::string default_model() {
+#ifdef INKLING_DEFAULT_MODEL_DIR
+    std::error_code ec;
+    if (fs::is_regular_file(fs::path(INKLING_DEFAULT_MODEL_DIR) / "config.json", ec)) return INKLING_DEFAULT_MODEL_DIR;
+#endif
+    return "";
+}
+
 struct Style {
     bool tty;
     std::string dim() const { return tty ? "\x1b[2m" : ""; }
@@ -61,11 +73,11 @@ std::unique_ptr<Backend> connect(const cxxopts::ParseResult& args, std::string& 
         if (args.count("attach") && !args.count("model"))
             throw std::runtime_error("no ready gateway answers at " + url_text);
     }
-    if (!args.count("model"))
+    const std::string model = args.count("model") ? args["model"].as<std::string>() : default_model();
+    if (model.empty())
         throw std::runtime_error("no gateway at " + url_text + " and no --model DIR for a private engine");
-    how = "private engine";
-    return std::make_unique<PrivateEngine>(args["engine"].as<std::string>(), args["model"].as<std::string>(),
-                                           args["ctx"].as<int>());
+    how = args.count("model") ? "private engine" : "private engine on the demo model " + model;
+    return std::make_unique<PrivateEngine>(args["engine"].as<std::string>(), model, args["ctx"].as<int>());
 }
 
 Clip load_clip(const std::string& path) {
@@ -210,7 +222,7 @@ int main(int argc, char** argv) {
         ("attach", "gateway URL", cxxopts::value<std::string>()->default_value("http://127.0.0.1:8000"))
         ("no-attach", "never use a gateway: always a private engine", cxxopts::value<bool>()->default_value("false"))
         ("api-key", "API key for the gateway", cxxopts::value<std::string>())
-        ("model", "model directory for a private engine", cxxopts::value<std::string>())
+        ("model", "model directory for a private engine (default: the committed models/inkling-demo)", cxxopts::value<std::string>())
         ("engine", "engine binary", cxxopts::value<std::string>()->default_value(sibling("inkling")))
         ("ctx", "context for a private engine", cxxopts::value<int>()->default_value("4096"))
         ("effort", "thinking effort: none, minimal, low, medium, high, xhigh", cxxopts::value<std::string>()->default_value("none"))
@@ -231,10 +243,15 @@ int main(int argc, char** argv) {
         if (cmd == "serve") {
             // The gateway in the foreground, with every argument after "serve".
             std::vector<std::string> gw{sibling("inkling-gateway")};
-            bool after = false;
+            bool after = false, has_model = false;
             for (int i = 1; i < argc; ++i) {
                 if (after) gw.push_back(argv[i]);
+                if (after && std::string_view(argv[i]).starts_with("--model")) has_model = true;
                 if (std::string(argv[i]) == "serve") after = true;
+            }
+            if (!has_model && !default_model().empty()) {  // serve the demo model by default
+                gw.push_back("--model");
+                gw.push_back(default_model());
             }
             std::vector<char*> cargv;
             for (auto& s : gw) cargv.push_back(s.data());
