@@ -372,6 +372,7 @@ int cmd_convert(int argc, char** argv) {
         ("dense", "other matrices: keep (as in SRC), int8, int4g64", cxxopts::value<std::string>()->default_value("keep"))
         ("keep-audio", "keep the audio tower (dropped by default)", cxxopts::value<bool>()->default_value("false"))
         ("restart", "discard an earlier conversion in DST, finished or not, and start over", cxxopts::value<bool>()->default_value("false"))
+        ("threads", "experts converted at once (0 = one a core)", cxxopts::value<unsigned>()->default_value("0"))
         ("fault-stop-after-records", "tests only: die (SIGKILL) after N expert records, as an interrupted run", cxxopts::value<std::int64_t>()->default_value("-1"))
         ("h,help", "this help");
     options.parse_positional({"paths"});
@@ -388,6 +389,7 @@ int cmd_convert(int argc, char** argv) {
     o.dense = inkling::convert::parse_dense_mode(args["dense"].as<std::string>());
     o.keep_audio = args["keep-audio"].as<bool>();
     o.restart = args["restart"].as<bool>();
+    o.threads = args["threads"].as<unsigned>();
     o.fault_stop_after_records = args["fault-stop-after-records"].as<std::int64_t>();
     const auto report = inkling::convert::convert(o);
     std::cout << inkling::convert::summary(report) << std::flush;

@@ -69,7 +69,8 @@ nlohmann::json write_outputs(const model::Model& model, const Plan& plan, const 
         std::fprintf(stderr, "[convert] resuming after record %lld of %lld\n", static_cast<long long>(start.records),
                      static_cast<long long>(plan.experts.record_count()));
     if (plan.has_experts) {
-        ExpertJob job{model, plan, o, state, pages, progress};
+        cpu::ThreadPool pool(o.threads);
+        ExpertJob job{model, plan, o, state, pages, progress, pool};
         write_experts(job, *experts_out, start, errors);
     }
     OutputFile dense_out(o.dst / "model.safetensors", false);

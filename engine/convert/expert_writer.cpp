@@ -5,7 +5,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <vector>
 
 namespace inkling::convert {
@@ -69,22 +68,43 @@ void write_experts(ExpertJob& job, OutputFile& out, const ResumePoint& start, Qu
                                                h.inter);
     auto& crcs = job.state.crcs;
     crcs.resize(static_cast<std::size_t>(start.records));
-    std::vector<std::byte> record(static_cast<std::size_t>(h.record_bytes));
-    std::vector<float> rows;
-    auto last_save = std::chrono::steady_clock::now();
-    for (std::int64_t index = start.records; index < h.record_count(); ++index) {
-        if (index == job.options.fault_stop_after_records) die_mid_record(out, h, index);
+    auto expert = [&](std::int64_t index) -> const model::Ffn& {
         const int layer = h.layers[static_cast<std::size_t>(index / h.experts)];
-        const model::Ffn& f = job.model.weights.layers[static_cast<std::size_t>(layer)]
-                                  .experts[static_cast<std::size_t>(index % h.experts)];
-        std::memset(record.data(), 0, record.size());
-        fill_record(f, layout, job.plan.expert_scheme, rows, record.data(), errors);
-        out.pwrite_all(record.data(), record.size(), h.record_offset(index));
-        crcs.push_back(experts::crc32(record.data(), record.size()));
-        for (const model::Matrix* m : {&f.gate, &f.up, &f.down}) job.pages.drop(*m);
-        job.progress.add(expert_source_bytes(f));
+        return job.model.weights.layers[static_cast<std::size_t>(layer)]
+            .experts[static_cast<std::size_t>(index % h.experts)];
+    };
+    // One slot a thread: its record, its f32 rows, its error sums.
+    const std::int64_t batch = job.pool.size();
+    std::vector<std::vector<std::byte>> records(static_cast<std::size_t>(batch));
+    std::vector<std::vector<float>> rows(static_cast<std::size_t>(batch));
+    std::vector<QuantError> record_errors(static_cast<std::size_t>(batch));
+    const std::int64_t fault = job.options.fault_stop_after_records;
+    auto last_save = std::chrono::steady_clock::now();
+    for (std::int64_t first = start.records; first < h.record_count();) {
+        if (first == fault) die_mid_record(out, h, first);
+        std::int64_t n = std::min(batch, h.record_count() - first);
+        if (fault > first) n = std::min(n, fault - first);
+        job.pool.parallel_for(n, [&](std::int64_t begin, std::int64_t end) {
+            for (std::int64_t k = begin; k < end; ++k) {
+                auto& record = records[static_cast<std::size_t>(k)];
+                record.assign(static_cast<std::size_t>(h.record_bytes), std::byte{0});
+                record_errors[static_cast<std::size_t>(k)] = QuantError();
+                fill_record(expert(first + k), layout, job.plan.expert_scheme, rows[static_cast<std::size_t>(k)],
+                            record.data(), record_errors[static_cast<std::size_t>(k)]);
+            }
+        });
+        for (std::int64_t k = 0; k < n; ++k) {
+            const auto& record = records[static_cast<std::size_t>(k)];
+            const model::Ffn& f = expert(first + k);
+            out.pwrite_all(record.data(), record.size(), h.record_offset(first + k));
+            crcs.push_back(experts::crc32(record.data(), record.size()));
+            errors.merge(record_errors[static_cast<std::size_t>(k)]);
+            for (const model::Matrix* m : {&f.gate, &f.up, &f.down}) job.pages.drop(*m);
+            job.progress.add(expert_source_bytes(f));
+        }
+        first += n;
         const auto now = std::chrono::steady_clock::now();
-        if (now - last_save >= std::chrono::seconds(1) || index + 1 == job.options.fault_stop_after_records) {
+        if (now - last_save >= std::chrono::seconds(1) || first == fault) {
             job.state.errors = errors.to_json();
             job.state.save(job.options.dst);
             last_save = now;

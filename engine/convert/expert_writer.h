@@ -14,6 +14,7 @@
 #include "engine/convert/quant_error.h"
 #include "engine/convert/resume_state.h"
 #include "engine/convert/source_pages.h"
+#include "engine/cpu/thread_pool.h"
 #include "engine/model/weights.h"
 
 namespace inkling::convert {
@@ -34,10 +35,13 @@ struct ExpertJob {
     ResumeState& state;  // options and source filled; crcs and errors grow as records finish
     const SourcePages& pages;
     Progress& progress;
+    cpu::ThreadPool& pool;  // converts pool.size() experts at a time
 };
 
 // Continues `out` from `start` (records before it already in the file, their CRCs in
-// job.state.crcs) to the last record, then writes the header. Adds to `errors`.
+// job.state.crcs) to the last record, then writes the header. Adds to `errors`, one
+// record's sums at a time in record order: the figures do not depend on the thread count
+// or on where a run was resumed.
 void write_experts(ExpertJob& job, OutputFile& out, const ResumePoint& start, QuantError& errors);
 
 }  // namespace inkling::convert

@@ -22,6 +22,7 @@ struct Options {
     DenseMode dense = DenseMode::Keep;
     bool keep_audio = false;
     bool restart = false;  // discard an unfinished or finished conversion in DST
+    unsigned threads = 0;  // experts converted at once; 0 = one a core
     // Tests only: after this many expert records, save the resume state, write half of the
     // next record and die by SIGKILL, as an interrupted run would. Negative: off.
     std::int64_t fault_stop_after_records = -1;

@@ -20,6 +20,16 @@ void QuantError::add_rows(const std::string& kind, const std::string& scheme, co
     k.ref2 += r;
 }
 
+void QuantError::merge(const QuantError& other) {
+    for (const auto& [name, o] : other.kinds_) {
+        Kind& k = kinds_[name];
+        k.scheme = o.scheme;
+        k.tensors += o.tensors;
+        k.err2 += o.err2;
+        k.ref2 += o.ref2;
+    }
+}
+
 nlohmann::json QuantError::to_json() const {
     nlohmann::json j = nlohmann::json::object();
     for (const auto& [name, k] : kinds_)

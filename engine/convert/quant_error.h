@@ -22,6 +22,8 @@ public:
     void add_rows(const std::string& kind, const std::string& scheme, const float* ref, const float* deq,
                   std::int64_t n);
     void count_tensor(const std::string& kind) { ++kinds_[kind].tensors; }
+    // Adds another accumulator's sums (one expert's, converted on another thread).
+    void merge(const QuantError& other);
     const std::map<std::string, Kind>& kinds() const { return kinds_; }
 
     // {"kind": {"scheme", "tensors", "relative_l2", "err2", "ref2"}}: the sums travel too,

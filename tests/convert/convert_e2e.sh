@@ -60,6 +60,26 @@ else
     fail "a dense-only model gets no experts.inkx"
 fi
 
+# Tokenizer and template files travel byte for byte; other files stay behind.
+cp -r "$fx/base-hf-f32" "$scratch/with-tok"
+printf '{"model": {"type": "BPE"}}' >"$scratch/with-tok/tokenizer.json"
+printf '{"chat_template": null}' >"$scratch/with-tok/tokenizer_config.json"
+printf '{}' >"$scratch/with-tok/special_tokens_map.json"
+printf '{{ messages }}' >"$scratch/with-tok/chat_template.jinja"
+printf '{"eos_token_id": 1}' >"$scratch/with-tok/generation_config.json"
+printf 'notes' >"$scratch/with-tok/README.md"
+convert with-tok "$scratch/with-tok" "$scratch/with-tok-out"
+copied=ok
+for f in config.json tokenizer.json tokenizer_config.json special_tokens_map.json chat_template.jinja generation_config.json; do
+    cmp -s "$scratch/with-tok/$f" "$scratch/with-tok-out/$f" || copied="$f differs or is missing"
+done
+[[ -e "$scratch/with-tok-out/README.md" || -e "$scratch/with-tok-out/make_tiny.json" ]] && copied="other files were copied"
+if [[ "$copied" == ok ]]; then
+    pass "config, tokenizer, template and generation files are copied byte for byte, nothing else"
+else
+    fail "config, tokenizer, template and generation files are copied byte for byte, nothing else" "$copied"
+fi
+
 # One model in both layouts converts to the same bytes (the container's "source" aside).
 convert hf-int4 "$fx/base-hf-bf16" "$scratch/hf-int4"
 same="$("$py" - "$scratch/rel-int4" "$scratch/hf-int4" <<'PY'
@@ -123,6 +143,17 @@ if [[ $rc -eq 0 ]] && grep -q "resumed after record 5 of 32" "$scratch/resume.ou
 else
     fail "the rerun resumes after record 5: experts.inkx byte-identical, same error figures" "exit $rc" \
         "$(cat "$scratch/resume.out" "$scratch/resume.err" | grep -v '%')" "errors equal: $errors_equal"
+fi
+
+convert threads "$fx/base-release-f32" "$scratch/threads3" --threads 3
+if cmp -s "$scratch/full/experts.inkx" "$scratch/threads3/experts.inkx" &&
+    [[ "$("$py" -c "
+import json
+a, b = (json.load(open(d + '/convert-report.json'))['quantization_error'] for d in ('$scratch/full', '$scratch/threads3'))
+print(a == b)")" == True ]]; then
+    pass "--threads 3 writes the same bytes and error figures as one thread a core"
+else
+    fail "--threads 3 writes the same bytes and error figures as one thread a core"
 fi
 
 convert killed2 "$fx/base-release-f32" "$scratch/other" --fault-stop-after-records 3
