@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make bench`: prefill and decode speed of the engine on a tiny and a mid-size synthetic
 # model (D=1024, 12 layers, 32 experts, bf16), each against the memory bandwidth the
-# same binary measures in the same run. Prints one summary line per model and leaves
+# same binary measures in the same run; then a converted model streaming its experts from
+# disk through the expert cache. Prints one summary line per model and leaves
 # the JSON in BUILD/bench/*.json.
 set -euo pipefail
 build="${1:-build}"
@@ -20,6 +21,24 @@ for model in "$build/fixtures/base-release-bf16" "$mid"; do
     extra=()
     if [[ "$name" == mid ]]; then extra=(--sessions 1,2,4,8 --reuse-tokens 2000); fi
     "$build/inkling" bench --model "$model" --prompt-tokens 128 --decode-tokens 32 "${extra[@]}" >"$out/$name.json"
+done
+# The expert cache (docs/engine.md): a model whose int8 experts (2.2 GB in experts.inkx)
+# stream from disk, decoded with the cache at about 0 %, 50 % and 100 % hits (cap 1, 32 and
+# all 64 experts a layer, nothing pinned), each against a sequential O_DIRECT read of the
+# same file measured in the same run.
+disk="$out/disk"
+if [[ ! -f "$disk/.stamp" || "$root/tools/make-tiny/make_tiny.py" -nt "$disk/.stamp" ]]; then
+    echo "bench: writing the disk model (about 4.5 GB bf16, once)"
+    /usr/bin/python3 "$root/tools/make-tiny/make_tiny.py" "$disk" --geometry disk --layout hf --dtype bf16
+    touch "$disk/.stamp"
+fi
+if [[ ! -f "$disk-int8/.stamp" || "$disk/.stamp" -nt "$disk-int8/.stamp" ]]; then
+    "$build/inkling" convert "$disk" "$disk-int8" --experts int8 --restart >/dev/null
+    touch "$disk-int8/.stamp"
+fi
+for cap in 1 32 64; do
+    "$build/inkling" bench --model "$disk-int8" --cap "$cap" --pin 0 --usage-file off --prompt-tokens 32 \
+        --decode-tokens 32 >"$out/disk-int8-cap$cap.json"
 done
 # Gateway overhead against talking to the engine directly (demo model).
 "$root/tools/make-tiny/ensure_demo.sh" "$build"

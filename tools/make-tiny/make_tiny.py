@@ -89,6 +89,14 @@ GEOMETRIES = {
                 n_floor=None, E=32, topk=4, ns=1, moe_inter=512, dense_inter=2048,
                 route_scale=2.5, mup=8.0, schedule="default", dense_mlp_idx=1,
                 doc="bench: D=1024, 12 layers (every 6th global), 32 experts top-4 + 1 shared, I=512"),
+    # the expert cache's benchmark: routed experts too big to keep in RAM casually (4.4 GB
+    # bf16, 2.2 GB as int8 experts.inkx); experts are generated and written one at a time
+    "disk": dict(_COMMON, L=12, vocab=32000, unpad=32000, D=1024, heads=16, kv=4, hd=64,
+                 swa_heads=16, swa_kv=4, swa_hd=64, window=256, d_rel=16, rel_extent=1024,
+                 n_floor=None, E=64, topk=4, ns=1, moe_inter=1024, dense_inter=2048,
+                 route_scale=2.5, mup=8.0, schedule="default", dense_mlp_idx=1, stream=True,
+                 doc="bench: D=1024, 12 layers (11 MoE), 64 experts top-4 + 1 shared, I=1024; "
+                     "~2.2 GB of int8 experts once converted"),
 }
 
 # (fixture name, geometry, layout, dtype, embed norm name)
@@ -137,10 +145,11 @@ def _fnv1a64(s):
     return h
 
 
-def uniform(key, n):
-    """n values uniform in [-1, 1): splitmix64 over a counter, keyed by a string."""
+def uniform(key, n, start=0):
+    """n values uniform in [-1, 1): splitmix64 over a counter, keyed by a string; values
+    start..start+n-1 of that sequence."""
     with np.errstate(over="ignore"):
-        z = np.uint64(_fnv1a64(key)) + (np.arange(1, n + 1, dtype=np.uint64)
+        z = np.uint64(_fnv1a64(key)) + (np.arange(start + 1, start + n + 1, dtype=np.uint64)
                                         * np.uint64(0x9E3779B97F4A7C15))
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
@@ -158,10 +167,53 @@ class Gen:
         n = int(np.prod(shape))
         return (uniform(self.prefix + name, n) * (std * math.sqrt(3.0))).astype(np.float32).reshape(shape)
 
+    def stacked(self, name, shape, std):
+        """normal_ish for an [E, rows, cols] tensor, made one expert at a time when written."""
+        return LazyStack(self.prefix + name, shape, std * math.sqrt(3.0))
+
     def around(self, name, shape, centre, spread):
         """centre * (1 + spread*u): norm weights and scales, positive, not all equal."""
         n = int(np.prod(shape))
         return (centre * (1.0 + spread * uniform(self.prefix + name, n))).astype(np.float32).reshape(shape)
+
+
+class LazyStack:
+    """An [E, rows, cols] f32 tensor of uniform values, generated per expert (`part(e)`):
+    the same values normal_ish gives, without holding the whole tensor."""
+
+    def __init__(self, key, shape, scale):
+        self.key, self.shape, self.scale = key, tuple(shape), scale
+
+    def part(self, e):
+        n = self.shape[1] * self.shape[2]
+        return (uniform(self.key, n, e * n) * self.scale).astype(np.float32).reshape(self.shape[1:])
+
+
+class LazyConcat:
+    """Several LazyStacks joined along the row dimension (hf's fused gate_up_proj)."""
+
+    def __init__(self, parts):
+        self.parts = parts
+        E, _, cols = parts[0].shape
+        self.shape = (E, sum(p.shape[1] for p in parts), cols)
+
+    def part(self, e):
+        return np.concatenate([p.part(e) for p in self.parts], 0)
+
+
+class LazyBytes:
+    """A lazy tensor's bytes in the file's dtype, expert by expert."""
+
+    def __init__(self, lazy, bf16):
+        self.lazy, self.bf16 = lazy, bf16
+
+    def __len__(self):
+        return int(np.prod(self.lazy.shape)) * (2 if self.bf16 else 4)
+
+    def __iter__(self):
+        for e in range(self.lazy.shape[0]):
+            a = self.lazy.part(e)
+            yield to_bf16_bits(a).astype("<u2").tobytes() if self.bf16 else a.astype("<f4").tobytes()
 
 
 def make_weights(g, name, seed):
@@ -205,9 +257,10 @@ def make_weights(g, name, seed):
             w[p + "router"] = G.normal_ish(p + "router", (E + ns, D), 1.5 * sd)
             w[p + "router_bias"] = G.normal_ish(p + "router_bias", (E,), 0.15)
             w[p + "router_scale"] = G.around(p + "router_scale", (1,), 1.0, 0.4)
-            w[p + "x_gate"] = G.normal_ish(p + "x_gate", (E, I, D), sd)
-            w[p + "x_up"] = G.normal_ish(p + "x_up", (E, I, D), sd)
-            w[p + "x_down"] = G.normal_ish(p + "x_down", (E, D, I), 2.0 / math.sqrt(I))
+            make = G.stacked if g.get("stream") else G.normal_ish
+            w[p + "x_gate"] = make(p + "x_gate", (E, I, D), sd)
+            w[p + "x_up"] = make(p + "x_up", (E, I, D), sd)
+            w[p + "x_down"] = make(p + "x_down", (E, D, I), 2.0 / math.sqrt(I))
             if ns:
                 w[p + "s_gate"] = G.normal_ish(p + "s_gate", (ns, I, D), sd)
                 w[p + "s_up"] = G.normal_ish(p + "s_up", (ns, I, D), sd)
@@ -232,6 +285,8 @@ def layout_tensors(g, w, layout, embed_norm_name):
     L = g["L"]
     _, sparse = layer_kinds(g)
     model, audio = {}, {}
+    if layout == "release" and g.get("stream"):
+        raise SystemExit("streamed geometries are written in the hf layout only")
     if layout == "release":
         P = "model.llm."
         model[P + "embed.weight"] = w["embed"]
@@ -297,7 +352,9 @@ def layout_tensors(g, w, layout, embed_norm_name):
                 model[m + "gate.weight"] = w[s + "router"]
                 model[m + "gate.e_score_correction_bias"] = w[s + "router_bias"]
                 model[m + "gate.global_scale"] = w[s + "router_scale"]
-                model[m + "experts.gate_up_proj"] = np.concatenate([w[s + "x_gate"], w[s + "x_up"]], 1)
+                gate, up = w[s + "x_gate"], w[s + "x_up"]
+                model[m + "experts.gate_up_proj"] = (LazyConcat([gate, up]) if isinstance(gate, LazyStack)
+                                                     else np.concatenate([gate, up], 1))
                 model[m + "experts.down_proj"] = w[s + "x_down"]
                 if g["ns"]:
                     model[m + "shared_experts.gate_proj"] = w[s + "s_gate"]
@@ -327,6 +384,11 @@ def encode(tensors, dtype):
     """[(name, dtype string, shape, bytes)] in sorted name order."""
     out = []
     for name in sorted(tensors):
+        if isinstance(tensors[name], (LazyStack, LazyConcat)):
+            t = tensors[name]
+            bf16 = dtype == "bf16" and not name.endswith(_F32_SUFFIXES)
+            out.append((name, "BF16" if bf16 else "F32", list(t.shape), LazyBytes(t, bf16)))
+            continue
         a = np.ascontiguousarray(tensors[name], dtype=np.float32)
         if dtype == "bf16" and not name.endswith(_F32_SUFFIXES):
             out.append((name, "BF16", list(a.shape), to_bf16_bits(a).astype("<u2").tobytes()))
@@ -347,7 +409,11 @@ def write_safetensors(path, items):
         f.write(struct.pack("<Q", len(hj)))
         f.write(hj)
         for _, _, _, data in items:
-            f.write(data)
+            if isinstance(data, LazyBytes):
+                for chunk in data:
+                    f.write(chunk)
+            else:
+                f.write(data)
 
 
 def config_json(g, layout, dtype):
