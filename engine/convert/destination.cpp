@@ -41,8 +41,11 @@ Destination inspect_destination(const Options& o, const nlohmann::json& fingerpr
     bool any = false;
     for (const auto& e : fs::directory_iterator(dst)) {
         any = true;
-        if (!e.is_regular_file() || !is_converter_file(e.path().filename().string()))
-            foreign = e.path().filename().string();
+        const std::string name = e.path().filename().string();
+        // The engine keeps its expert usage history next to a converted model: not ours to
+        // remove, no reason to refuse.
+        if (name.starts_with("expert-usage.json")) continue;
+        if (!e.is_regular_file() || !is_converter_file(name)) foreign = name;
     }
     if (!any) return d;
     const bool state = fs::exists(ResumeState::path(dst)), report = fs::exists(dst / kReport);

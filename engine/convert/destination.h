@@ -1,7 +1,8 @@
 // The checks on DST made before anything is written, and the clean-up after a failure.
 // DST may be new, empty, or a directory this converter wrote (it holds only converter
-// files and a marker: convert-report.json or experts.inkx.state); anything else is refused,
-// so a mistyped path never overwrites someone's checkpoint.
+// files, the engine's expert-usage.json, and a marker: convert-report.json or
+// experts.inkx.state); anything else is refused, so a mistyped path never overwrites
+// someone's checkpoint.
 #pragma once
 
 #include <cstdint>

@@ -48,6 +48,19 @@ converts_ok dense-hf-f32 dense-g64 --dense int4g64
 converts_ok audio-release-bf16 audio-kept --keep-audio
 converts_ok audio-hf-f32 audio-dropped
 
+# The engine loads what the converter wrote and decodes from it.
+engine_ok=ok
+for dst in rel-int4 hf-int8 hf-g64 mixed-int8 ring-int8 dense-g64 audio-kept; do
+    if ! "$bin" run --model "$scratch/$dst" --ids 1,2,3 -n 3 --threads 1 >"$scratch/run-$dst.log" 2>&1; then
+        engine_ok="$dst: $(tail -2 "$scratch/run-$dst.log")"
+    fi
+done
+if [[ "$engine_ok" == ok ]]; then
+    pass "inkling run loads and decodes every converted fixture"
+else
+    fail "inkling run loads and decodes every converted fixture" "$engine_ok"
+fi
+
 if grep -q "dropped the audio tower (2 tensors" "$scratch/audio-dropped.out"; then
     pass "the summary says the audio tower was dropped"
 else
