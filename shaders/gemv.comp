@@ -1,6 +1,6 @@
-// y[s][o] = Σ_i x[s][i] · W[o][i] for s < S, o < O: the dense projections. One workgroup
-// per output row (grid-stride over rows), its lanes striding over the columns, the row's
-// partial sums joined with subgroupAdd and then across subgroups in shared memory.
+// y[s][o] = Σ_i x[s][i] · W[o][i] for s < S, o < O: the dense projections. One subgroup
+// per output row, its lanes striding over the columns in 16-byte loads where the row is
+// aligned to them, the partial sums joined with subgroupAdd.
 // FORMAT (specialization constant 0): 0 f32 weights, 1 bf16 weights (two a uint, element
 // 2j in the low half). Weights start `w_off` elements into their buffer, rows `stride`
 // elements apart (a release checkpoint's gate/up rows are interleaved: stride 2·I).
@@ -11,7 +11,9 @@ layout(local_size_x = 128) in;
 layout(constant_id = 0) const uint FORMAT = 0;
 
 layout(std430, set = 0, binding = 0) readonly buffer W { uint w[]; };
+layout(std430, set = 0, binding = 0) readonly buffer W4 { uvec4 w4[]; };  // the same, 16 B a load
 layout(std430, set = 0, binding = 1) readonly buffer X { float x[]; };
+layout(std430, set = 0, binding = 1) readonly buffer X4 { vec4 x4[]; };  // the same, 16 B a load
 layout(std430, set = 0, binding = 2) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform Push {
     uint O, I, S;     // output rows, columns, activation rows
@@ -21,8 +23,6 @@ layout(push_constant) uniform Push {
     uint y_off, y_stride;  // first float of y, floats between output rows of y
 } p;
 
-shared float partial[32];
-
 float weight(uint e) {
     if (FORMAT == 0) return uintBitsToFloat(w[e]);
     const uint word = w[e >> 1];
@@ -30,22 +30,36 @@ float weight(uint e) {
 }
 
 void main() {
-    const uint lane = gl_LocalInvocationID.x;
-    const uint subgroups = (gl_WorkGroupSize.x + gl_SubgroupSize - 1) / gl_SubgroupSize;
-    for (uint o = gl_WorkGroupID.x; o < p.O; o += gl_NumWorkGroups.x) {
+    // One subgroup a row (no barriers: its lanes' sums meet in subgroupAdd), the
+    // workgroup's subgroups on consecutive rows, grid-stride over the rest.
+    const uint lane = gl_SubgroupInvocationID, width = gl_SubgroupSize;
+    const uint per = FORMAT == 0 ? 4u : 8u;  // elements a 16-byte load holds
+    const bool wide = p.I % per == 0 && p.stride % per == 0 && p.w_off % per == 0 && p.x_off % 4 == 0 &&
+                      p.x_stride % 4 == 0;
+    for (uint o = gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID; o < p.O;
+         o += gl_NumWorkGroups.x * gl_NumSubgroups) {
         const uint row = p.w_off + o * p.stride;
         for (uint s = 0; s < p.S; ++s) {
             float acc = 0.0;
-            for (uint i = lane; i < p.I; i += gl_WorkGroupSize.x) acc += weight(row + i) * x[p.x_off + s * p.x_stride + i];
-            acc = subgroupAdd(acc);
-            if (gl_SubgroupInvocationID == 0) partial[gl_SubgroupID] = acc;
-            barrier();
-            if (lane == 0) {
-                float total = 0.0;
-                for (uint g = 0; g < subgroups; ++g) total += partial[g];
-                y[p.y_off + s * p.y_stride + o] = total;
+            const uint xb = p.x_off + s * p.x_stride;
+            if (wide) {
+                const uint base = row / per;
+                for (uint c = lane; c < p.I / per; c += width) {
+                    const uvec4 q = w4[base + c];
+                    const uint xi = (xb + c * per) / 4u;
+                    if (FORMAT == 0) {
+                        acc += dot(uintBitsToFloat(q), x4[xi]);
+                    } else {
+                        // bf16 pairs: the low half is the even element.
+                        const vec4 lo = uintBitsToFloat(q << 16), hi = uintBitsToFloat(q & 0xffff0000u);
+                        acc += dot(vec4(lo.x, hi.x, lo.y, hi.y), x4[xi]) + dot(vec4(lo.z, hi.z, lo.w, hi.w), x4[xi + 1]);
+                    }
+                }
+            } else {
+                for (uint i = lane; i < p.I; i += width) acc += weight(row + i) * x[xb + i];
             }
-            barrier();
+            acc = subgroupAdd(acc);
+            if (lane == 0) y[p.y_off + s * p.y_stride + o] = acc;
         }
     }
 }

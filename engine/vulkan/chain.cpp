@@ -230,7 +230,7 @@ void Chain::gemv(Frame& f, const DeviceMatrix& m, const Buffer& x, std::uint32_t
     for (const auto& c : m.chunks) {
         GemvPush p{u32(c.rows), u32(m.cols), rows, u32(m.cols), 0, x_off, u32(m.cols), y_off + u32(c.first), y_stride};
         const Binding b[] = {{c.buffer.get()}, {&x}, {&y}};
-        f.dispatch(k, b, &p, groups_for(c.rows, 1));
+        f.dispatch(k, b, &p, groups_for(c.rows, 4));  // 4 rows a workgroup (32-lane subgroups)
     }
 }
 

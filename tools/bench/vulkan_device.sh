@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The Vulkan chain on a real GPU (docs/performance.md, "Vulkan"): run on the GPU machine
+# through the device tool, with the engine binary and the Vulkan loader carried in .gl/:
+#   mkdir -p .gl && (cd .gl && apt-get download libvulkan1 vulkan-tools libegl1 libglvnd0 libopengl0 \
+#                               libgl1 libglx0 libgles2)   # NVIDIA's ICD needs libglvnd
+#   strip -o .gl/inkling build/inkling
+#   device run (carry .gl): bash tools/bench/vulkan_device.sh .gl/inkling $OUT
+# 1. the chain against the CPU on every tiny fixture (tokens and last logits),
+# 2. the device's copy bandwidth and the GEMV against it,
+# 3. decode and prefill on the mid-size model, CPU only vs chain.
+set -uo pipefail
+bin="${1:?engine binary}"
+out="${2:-/tmp/vk-out}"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+mkdir -p "$out"
+for f in "$root"/.gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+for icd in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json \
+           /etc/vulkan/icd.d/nvidia_icd.json; do
+    [[ -f "$icd" ]] && export VK_DRIVER_FILES="$icd" && break
+done
+echo "ICD: ${VK_DRIVER_FILES:-none found}"
+vulkaninfo --summary 2>/dev/null | grep -E "deviceName|deviceType|apiVersion" | head -3
+
+python3 "$root/tools/make-tiny/make_tiny.py" --all /tmp/fx >/dev/null
+python3 - "$bin" /tmp/fx <<'PY' | tee "$out/fixtures.txt"
+import json, os, subprocess, sys
+bin, fx = sys.argv[1], sys.argv[2]
+ids = "1,5,9,13,17,21,25,29,33,37,41,45,2,6,10,14,18,22"
+for name in sorted(os.listdir(fx)):
+    if not os.path.exists(f"{fx}/{name}/config.json"):
+        continue
+    runs = {}
+    for v in ("off", "on"):
+        p = subprocess.run([bin, "run", "--model", f"{fx}/{name}", "--ids", ids, "-n", "16", "--json",
+                            "--vulkan", v], capture_output=True, text=True)
+        if p.returncode:
+            print(name, v, "failed:", p.stderr[-300:]); break
+        runs[v] = json.loads(p.stdout)
+    if len(runs) == 2:
+        a, b = runs["off"], runs["on"]
+        d = max(abs(x - y) for x, y in zip(a["last_logits"], b["last_logits"]))
+        print(f"{name}: tokens equal {a['tokens'] == b['tokens']}, prompt argmax equal "
+              f"{a['prompt_argmax'] == b['prompt_argmax']}, max |dlogit| {d:.2e}")
+PY
+
+"$bin" bench --device-kernels --kernel-mb 1024 >"$out/device_kernels.json"
+python3 "$root/tools/make-tiny/make_tiny.py" /tmp/mid --geometry mid --layout release --dtype bf16 >/dev/null
+threads=$(nproc)
+[[ -n "${SKIP_CPU:-}" ]] || "$bin" bench --model /tmp/mid --vulkan off --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_cpu.json"
+"$bin" bench --model /tmp/mid --vulkan on --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_vulkan.json"
