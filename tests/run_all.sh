@@ -96,6 +96,11 @@ else
 fi
 run_suite conformance-engine-ids "$build/protocol-conformance" --prompt "1 2 3 4 5" --keys ids=1 \
     --scratch "$log_dir" -- "$build/inkling" serve --model "$build/fixtures/base-hf-f32" --slots 1 --ctx 256 --threads 2
+# The same suite against the Vulkan chain (lavapipe), and a device lost mid-request.
+run_suite conformance-engine-vulkan "$build/protocol-conformance" --prompt "1 2 3 4 5" --keys ids=1 \
+    --scratch "$log_dir" -- "$build/inkling" serve --model "$build/fixtures/base-hf-f32" --slots 1 --ctx 256 \
+    --threads 2 --vulkan on
+run_suite vulkan-serve python3 "$root/tests/vulkan/serve_device_test.py" "$build"
 # inkling convert on every fixture layout, resume after a kill, refusals (docs/convert.md).
 run_suite convert-e2e "$root/tests/convert/convert_e2e.sh" "$build"
 run_suite gateway-e2e python3 "$root/tests/gateway/gateway_e2e.py" "$build"

@@ -365,7 +365,7 @@ nlohmann::json Scheduler::info() const {
     const auto& c = model_.config;
     return {{"kind", "info"},
             {"model", model_.dir.filename().string()},
-            {"backend", "cpu"},
+            {"backend", forward_.chain() ? "vulkan" : "cpu"},
             {"isa", cpu::isa_name(cpu::active_isa())},
             {"slots", options_.slots},
             {"context", options_.context},
@@ -390,7 +390,7 @@ nlohmann::json Scheduler::stats() const {
                          {"tainted", slots_[i].tainted}});
     }
     return {{"kind", "stats"},
-            {"backend", "cpu"},
+            {"backend", forward_.chain() ? "vulkan" : "cpu"},
             {"rss_gb", resident_gb()},
             {"active", active_.size()},
             {"slots", slots},
