@@ -376,7 +376,8 @@ nlohmann::json Scheduler::info() const {
             {"audio_token", c.audio_token},
             {"mel_bins", c.mel_bins},
             {"tokenizer", tokenizer_ != nullptr},
-            {"weights_bytes", model_.weights.matrix_bytes}};
+            {"weights_bytes", model_.weights.matrix_bytes},
+            {"device", vulkan::device_stats(forward_.chain(), 0)}};
 }
 
 nlohmann::json Scheduler::stats() const {
@@ -404,7 +405,7 @@ nlohmann::json Scheduler::stats() const {
             {"expert_cache", expert_cache_stats()},
             {"experts", expert_residency(model_, forward_.expert_uses(), forward_.expert_cache())},
             {"phases_ms", phases_ms()},
-            {"device", device_stats(forward_.chain(), tokens_generated_ + prompt_tokens_)}};
+            {"device", vulkan::device_stats(forward_.chain(), tokens_generated_ + prompt_tokens_)}};
 }
 
 nlohmann::json Scheduler::phases_ms() const {
