@@ -348,7 +348,9 @@
     const dev = es.device || info.device;
     const meter = $('device-meter');
     if (dev && typeof dev.memory_used === 'number' && typeof dev.memory_budget === 'number' && dev.memory_budget > 0) {
-      set('device-mem', fmt.bytes(dev.memory_used) + ' / ' + fmt.bytes(dev.memory_budget) + ' (' + (100 * dev.memory_used / dev.memory_budget).toFixed(0) + '%)');
+      set('device-mem', (dev.name ? dev.name + ' · ' : '') + fmt.bytes(dev.memory_used) + ' / ' + fmt.bytes(dev.memory_budget) +
+        ' (' + (100 * dev.memory_used / dev.memory_budget).toFixed(0) + '%)' +
+        (typeof dev.layers === 'number' ? ' · ' + dev.layers + ' layers' : ''));
       meter.hidden = false;
       meter.value = Math.min(1, dev.memory_used / dev.memory_budget);
     } else {
