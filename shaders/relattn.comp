@@ -18,11 +18,16 @@ layout(std430, set = 0, binding = 5) readonly buffer Rr { float rr[]; };    // [
 layout(std430, set = 0, binding = 6) readonly buffer Bank { float bank[]; };// [d_rel][ext]
 layout(std430, set = 0, binding = 7) buffer Out { float o[]; };             // [R][H][hd]; tau in Tau
 layout(std430, set = 0, binding = 8) readonly buffer Tau { float tau[]; };  // [R]
+// A split global layer (the device holds only the last positions): the host's softmax
+// statistics over positions [0, lo) per (row, head): max, sum, then hd unnormalised
+// output floats — the online softmax starts from them instead of from nothing.
+layout(std430, set = 0, binding = 9) readonly buffer HostPart { float hp[]; };
 layout(push_constant) uniform Push {
     uint first, rows, pos0;   // the span: batch rows [first, first+rows) at positions pos0…
     uint H, KV, hd, d_rel, ext;
     uint window;              // 0: global
-    uint mrows;               // mirror rows (ring size on local layers)
+    uint mrows;               // mirror rows (a ring on local and split global layers)
+    uint lo;                  // first position the device attends (the host did the rest)
     float inv_hd;
 } p;
 
@@ -54,7 +59,7 @@ void main() {
     if (srow >= p.rows) return;
     const uint row = p.first + srow, g = h / (p.H / p.KV);
     const uint pos = p.pos0 + srow;
-    const uint t0 = p.window > 0u && pos + 1u > p.window ? pos + 1u - p.window : 0u;
+    const uint t0 = max(p.window > 0u && pos + 1u > p.window ? pos + 1u - p.window : 0u, p.lo);
     const uint n = pos - t0 + 1u;
     const uint qb = (row * p.H + h) * p.hd, rb = (row * p.H + h) * p.d_rel;
     const float tr = tau[row];
@@ -62,6 +67,13 @@ void main() {
 
     float acc[2] = float[2](0.0, 0.0);  // this lane's output dims: lane, lane+128 (hd ≤ 256)
     float m = -1.0 / 0.0, l = 0.0;
+    if (p.lo > 0u) {
+        const uint hb = (row * p.H + h) * (p.hd + 2u);
+        m = hp[hb];
+        l = hp[hb + 1u];
+        for (uint k = 0; k < 2u; ++k)
+            if (lane + 128u * k < p.hd) acc[k] = hp[hb + 2u + lane + 128u * k];
+    }
     for (uint base = 0; base < n; base += 128u) {
         const uint i = base + lane;
         float sc = -1.0 / 0.0;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/cpu/kernels.h"
+#include "engine/forward/attention_math.h"
 #include "engine/vulkan/chain.h"
 
 namespace inkling::forward {
@@ -149,11 +150,7 @@ void Forward::attention(int layer, const std::vector<Span>& spans, std::int64_t 
             };
             const std::int64_t t0 = local ? std::max<std::int64_t>(0, p - c_.window + 1) : 0;
             const std::int64_t n = p - t0 + 1;
-            float tau = 1.0f;
-            if (!local && c_.log_floor > 0) {
-                double en = static_cast<double>(p + 1) / c_.log_floor;
-                if (en > 1.0) tau = static_cast<float>(1.0 + c_.log_alpha * std::log(en));
-            }
+            const float tau = attention_tau(c_, layer, p);
             // This head's bias for each backward distance it can see (zero past the bank).
             const std::int64_t nb = std::min(ext, n);
             bias.assign(static_cast<std::size_t>(nb), 0.0f);
@@ -167,8 +164,7 @@ void Forward::attention(int layer, const std::vector<Span>& spans, std::int64_t 
             float mx = -std::numeric_limits<float>::infinity();
             for (std::int64_t i = 0; i < n; ++i) {
                 const std::int64_t t = t0 + i, dist = p - t;
-                float sc = cpu::dot(qh, key(t), hd) * inv_hd + (dist < ext ? bias[dist] : 0.0f);
-                sc *= tau;
+                const float sc = attention_score(cpu::dot(qh, key(t), hd), inv_hd, dist < ext ? bias[dist] : 0.0f, tau);
                 scores[i] = sc;
                 mx = std::max(mx, sc);
             }

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "engine/cpu/kernels.h"
+#include "engine/forward/attention_math.h"
 #include "engine/model/tensor.h"
 
 namespace inkling::vulkan {
@@ -29,7 +31,7 @@ struct ConvPush {
     std::uint32_t rows, channels, kernel, x_off, st_off;
 };
 struct AttnPush {
-    std::uint32_t first, rows, pos0, H, KV, hd, d_rel, ext, window, mrows;
+    std::uint32_t first, rows, pos0, H, KV, hd, d_rel, ext, window, mrows, lo;
     float inv_hd;
 };
 
@@ -86,6 +88,7 @@ struct Chain::LayerBuffers {
 
 struct Chain::Mirror {
     std::uint64_t token = 0;
+    std::vector<std::int64_t> rows;                             // K/V rows per device layer
     std::vector<std::unique_ptr<Buffer>> k, v;                  // per device layer
     std::vector<std::array<std::unique_ptr<Buffer>, 4>> conv;   // host-visible
 };
@@ -110,7 +113,7 @@ std::uint64_t layer_bytes(const model::LayerWeights& L) {
 
 }  // namespace
 
-Chain::Chain(const model::Model& model, const ChainOptions& o) : model_(model), c_(model.config) {
+Chain::Chain(const model::Model& model, const ChainOptions& o) : model_(model), c_(model.config), options_(o) {
     const auto& w = model.weights;
     // Geometry the shaders take.
     for (int i = 0; i < c_.layers; ++i) {
@@ -144,7 +147,7 @@ Chain::Chain(const model::Model& model, const ChainOptions& o) : model_(model), 
     k_rmsnorm_ = std::make_unique<Kernel>(*ctx_, "rmsnorm", 3, sizeof(NormPush));
     k_ew_ = std::make_unique<Kernel>(*ctx_, "ew", 4, sizeof(EwPush));
     k_sconv_ = std::make_unique<Kernel>(*ctx_, "sconv", 3, sizeof(ConvPush));
-    k_attn_ = std::make_unique<Kernel>(*ctx_, "relattn", 9, sizeof(AttnPush));
+    k_attn_ = std::make_unique<Kernel>(*ctx_, "relattn", 10, sizeof(AttnPush));
 
     // How many layers fit: the budget less lm_head, the final norm and a scratch reserve
     // (with a forced count for tests).
@@ -286,59 +289,129 @@ void Chain::ensure_scratch(std::int64_t R) {
     kv_stride_ = 2 * n * kvmax;
     kv_down_ = host(kv_stride_ * c_.layers);
     out_ = host(n * D);
+    q_down_ = host(n * qmax);
+    r_down_ = host(n * std::max<std::int64_t>(rmax, 1));
+    std::int64_t hp = 0;
+    for (int i = 0; i < c_.layers; ++i)
+        hp = std::max<std::int64_t>(hp, std::int64_t{c_.layer_heads(i)} * (c_.layer_head_dim(i) + 2));
+    host_part_ = host(n * hp);
     scratch_rows_ = n;
 }
 
-Chain::Mirror& Chain::mirror(forward::SessionState* s) {
-    auto& slot = mirrors_[s];
-    if (!slot) {
-        auto make = [&] {
-            auto m = std::make_unique<Mirror>();
-            for (int i = 0; i < n_layers_; ++i) {
-                const auto& L = s->layers[i];
-                const std::size_t bytes = L.k.size() * 4;
-                m->k.push_back(std::make_unique<Buffer>(*ctx_, bytes, Buffer::Kind::Device));
-                m->v.push_back(std::make_unique<Buffer>(*ctx_, bytes, Buffer::Kind::Device));
-                std::array<std::unique_ptr<Buffer>, 4> conv;
-                for (int j = 0; j < 4; ++j)
-                    conv[j] = std::make_unique<Buffer>(*ctx_, std::max<std::size_t>(4, L.conv[j].size() * 4),
-                                                       Buffer::Kind::Host);
-                m->conv.push_back(std::move(conv));
-            }
-            return m;
-        };
-        try {
-            slot = make();
-        } catch (const OutOfBudget&) {
-            // Make room: drop the mirrors of sessions outside this step (they re-upload when
-            // they come back), then try once more.
-            for (auto it = mirrors_.begin(); it != mirrors_.end();) {
-                const bool in_step = it->first == s || std::any_of(spans_.begin(), spans_.end(),
-                                                                     [&](const Span& sp) { return sp.state == it->first; });
-                it = in_step ? std::next(it) : mirrors_.erase(it);
-            }
-            try {
-                mirrors_[s] = make();
-            } catch (...) {
-                mirrors_.erase(s);
-                throw;
-            }
-        }
+std::unique_ptr<Chain::Mirror> Chain::make_mirror(const forward::SessionState& s, std::int64_t kv_window) {
+    auto m = std::make_unique<Mirror>();
+    for (int i = 0; i < n_layers_; ++i) {
+        const auto& L = s.layers[i];
+        std::int64_t rows = L.rows;
+        if (kv_window > 0 && !c_.kinds[i].local && kv_window < rows) rows = kv_window;
+        m->rows.push_back(rows);
+        const std::size_t bytes = static_cast<std::size_t>(L.kv_heads * rows * L.head_dim) * 4;
+        m->k.push_back(std::make_unique<Buffer>(*ctx_, bytes, Buffer::Kind::Device));
+        m->v.push_back(std::make_unique<Buffer>(*ctx_, bytes, Buffer::Kind::Device));
+        std::array<std::unique_ptr<Buffer>, 4> conv;
+        for (int j = 0; j < 4; ++j)
+            conv[j] = std::make_unique<Buffer>(*ctx_, std::max<std::size_t>(4, L.conv[j].size() * 4), Buffer::Kind::Host);
+        m->conv.push_back(std::move(conv));
     }
-    Mirror& m = *mirrors_[s];
-    if (m.token == 0 || s->device_token != m.token) {
-        // The host wrote this state alone since the chain last ran it: upload all of it.
-        for (int i = 0; i < n_layers_; ++i) {
-            const auto& L = s->layers[i];
+    return m;
+}
+
+void Chain::upload(Mirror& m, const forward::SessionState& s) {
+    for (int i = 0; i < n_layers_; ++i) {
+        const auto& L = s.layers[i];
+        if (m.rows[i] == L.rows) {
             m.k[i]->write(L.k.data(), L.k.size() * 4);
             m.v[i]->write(L.v.data(), L.v.size() * 4);
-            for (int j = 0; j < 4; ++j) m.conv[i][j]->write(L.conv[j].data(), L.conv[j].size() * 4);
+        } else {
+            // A split layer's ring: the last m.rows positions, position t at row t % rows.
+            const std::int64_t R = m.rows[i], hd = L.head_dim;
+            std::vector<float> k(static_cast<std::size_t>(L.kv_heads * R * hd), 0.0f), v(k.size(), 0.0f);
+            for (std::int64_t t = std::max<std::int64_t>(0, s.len - R); t < s.len; ++t)
+                for (std::int64_t g = 0; g < L.kv_heads; ++g) {
+                    std::copy_n(L.k.data() + (g * L.rows + t % L.rows) * hd, hd, k.data() + (g * R + t % R) * hd);
+                    std::copy_n(L.v.data() + (g * L.rows + t % L.rows) * hd, hd, v.data() + (g * R + t % R) * hd);
+                }
+            m.k[i]->write(k.data(), k.size() * 4);
+            m.v[i]->write(v.data(), v.size() * 4);
         }
+        for (int j = 0; j < 4; ++j) m.conv[i][j]->write(L.conv[j].data(), L.conv[j].size() * 4);
+    }
+}
+
+Chain::Mirror& Chain::mirror(forward::SessionState* s) {
+    auto it = mirrors_.find(s);
+    if (it == mirrors_.end()) {
+        std::unique_ptr<Mirror> made;
+        try {
+            made = make_mirror(*s, options_.kv_window);
+        } catch (const OutOfBudget&) {
+            // Make room: drop the mirrors of sessions outside this step (they re-upload when
+            // they come back); then split the global layers, keeping fewer of their rows.
+            for (auto e = mirrors_.begin(); e != mirrors_.end();) {
+                const bool in_step = std::any_of(spans_.begin(), spans_.end(),
+                                                 [&](const Span& sp) { return sp.state == e->first; });
+                e = in_step ? std::next(e) : mirrors_.erase(e);
+            }
+            std::int64_t window = options_.kv_window > 0 ? options_.kv_window : s->capacity;
+            for (; !made; window /= 2) {
+                try {
+                    made = make_mirror(*s, window);
+                } catch (const OutOfBudget&) {
+                    if (window <= 64) throw;
+                }
+            }
+        }
+        for (int i = 0; i < n_layers_; ++i) stats_.split_layers += made->rows[i] < s->layers[i].rows;
+        it = mirrors_.emplace(s, std::move(made)).first;
+    }
+    Mirror& m = *it->second;
+    if (m.token == 0 || s->device_token != m.token) {
+        // The host wrote this state alone since the chain last ran it: upload all of it.
+        upload(m, *s);
         m.token = next_token_++;
         s->device_token = m.token;
         ++stats_.uploads;
     }
     return m;
+}
+
+void Chain::host_part(int i, const Span& sp, std::int64_t lo, const float* q, const float* r, float* out) {
+    const auto& L = sp.state->layers[i];
+    const auto& W = model_.weights.layers[i];
+    const std::int64_t H = c_.layer_heads(i), KV = L.kv_heads, hd = L.head_dim, ext = c_.layer_extent(i);
+    const std::int64_t group = H / KV;
+    const float inv_hd = 1.0f / static_cast<float>(hd);
+    std::vector<float> sc(static_cast<std::size_t>(lo));
+    for (std::int64_t s = 0; s < sp.rows; ++s) {
+        const std::int64_t row = sp.first + s, p = sp.pos0 + s;
+        const float tau = forward::attention_tau(c_, i, p);
+        for (std::int64_t h = 0; h < H; ++h) {
+            const float* qh = q + (row * H + h) * hd;
+            const float* rh = r + (row * H + h) * c_.d_rel;
+            const std::int64_t g = h / group;
+            float m = -INFINITY;
+            for (std::int64_t t = 0; t < lo; ++t) {
+                const std::int64_t dist = p - t;
+                float bias = 0.0f;
+                if (dist < ext)
+                    for (std::int64_t d = 0; d < c_.d_rel; ++d) bias += rh[d] * W.rel_bank[d * ext + dist];
+                sc[t] = forward::attention_score(cpu::dot(qh, L.k.data() + (g * L.rows + t % L.rows) * hd, hd), inv_hd,
+                                                 bias, tau);
+                m = std::max(m, sc[t]);
+            }
+            float* o = out + (row * H + h) * (hd + 2);
+            float l = 0.0f;
+            std::fill(o + 2, o + 2 + hd, 0.0f);
+            for (std::int64_t t = 0; t < lo; ++t) {
+                const float e = std::exp(sc[t] - m);
+                l += e;
+                const float* vt = L.v.data() + (g * L.rows + t % L.rows) * hd;
+                for (std::int64_t d = 0; d < hd; ++d) o[2 + d] += e * vt[d];
+            }
+            o[0] = m;
+            o[1] = l;
+        }
+    }
 }
 
 void Chain::begin(const std::vector<Span>& spans, std::int64_t R, const float* x) {
@@ -377,15 +450,7 @@ bool Chain::layer(int i, float* h_host, float* logits_host) {
     {
         auto* tau = static_cast<float*>(tau_.data());
         for (const Span& sp : spans_)
-            for (std::int64_t s = 0; s < sp.rows; ++s) {
-                float t = 1.0f;
-                const std::int64_t p = sp.pos0 + s;
-                if (!local && c_.log_floor > 0) {
-                    const double en = static_cast<double>(p + 1) / c_.log_floor;
-                    if (en > 1.0) t = static_cast<float>(1.0 + c_.log_alpha * std::log(en));
-                }
-                tau[sp.first + s] = t;
-            }
+            for (std::int64_t s = 0; s < sp.rows; ++s) tau[sp.first + s] = forward::attention_tau(c_, i, sp.pos0 + s);
     }
     Frame& f = *f1_;
     f.begin();
@@ -408,28 +473,47 @@ bool Chain::layer(int i, float* h_host, float* logits_host) {
     rmsnorm(f, q_, 0, u32(R * H), u32(hd), *B.q_norm, q_, 0);
     rmsnorm(f, kf_, 0, u32(R * KV), u32(hd), *B.k_norm, kf_, 0);
     f.barrier();
-    for (const Span& sp : spans_) {
-        Mirror& m = mirror(sp.state);
-        const auto& L = sp.state->layers[i];
-        AttnPush p{u32(sp.first), u32(sp.rows), u32(sp.pos0), u32(H), u32(KV), u32(hd), u32(c_.d_rel),
-                   u32(c_.layer_extent(i)), local ? u32(c_.window) : 0u, u32(L.rows),
-                   1.0f / static_cast<float>(hd)};
-        const Binding b[] = {{&q_}, {&kf_}, {&vf_}, {m.k[i].get()}, {m.v[i].get()}, {&r_}, {B.bank.get()},
-                             {&ctx_rows_}, {&tau_}};
-        f.dispatch(*k_attn_, b, &p, u32(sp.rows * H));
+    // A split layer: the host attends the positions the device no longer holds, from
+    // the canonical cache, and the device's online softmax starts from its statistics.
+    std::vector<std::int64_t> lo(spans_.size(), 0);
+    bool host_share = false;
+    for (std::size_t b = 0; b < spans_.size(); ++b) {
+        const Mirror& m = mirror(spans_[b].state);
+        if (m.rows[i] < spans_[b].state->layers[i].rows) lo[b] = std::max<std::int64_t>(0, spans_[b].pos0 - m.rows[i]);
+        host_share = host_share || lo[b] > 0;
     }
-    f.barrier();
+    if (host_share) {
+        f.copy(q_, 0, q_down_, 0, static_cast<std::size_t>(R * H * hd) * 4);
+        f.copy(r_, 0, r_down_, 0, static_cast<std::size_t>(R * H * c_.d_rel) * 4);
+        f.run();
+        ++stats_.frames;
+        for (std::size_t b = 0; b < spans_.size(); ++b)
+            if (lo[b] > 0)
+                host_part(i, spans_[b], lo[b], static_cast<const float*>(q_down_.data()),
+                          static_cast<const float*>(r_down_.data()), static_cast<float*>(host_part_.data()));
+        f.begin();
+    }
+    for (std::size_t b = 0; b < spans_.size(); ++b) {
+        const Span& sp = spans_[b];
+        Mirror& m = mirror(sp.state);
+        AttnPush p{u32(sp.first), u32(sp.rows), u32(sp.pos0), u32(H), u32(KV), u32(hd), u32(c_.d_rel),
+                   u32(c_.layer_extent(i)), local ? u32(c_.window) : 0u, u32(m.rows[i]), u32(lo[b]),
+                   1.0f / static_cast<float>(hd)};
+        const Binding b9[] = {{&q_}, {&kf_}, {&vf_}, {m.k[i].get()}, {m.v[i].get()}, {&r_}, {B.bank.get()},
+                              {&ctx_rows_}, {&tau_}, {&host_part_}};
+        f.dispatch(*k_attn_, b9, &p, u32(sp.rows * H));
+    }
     // The step's K/V rows into the mirror (rows a ring would overwrite within the block
     // skipped, as on the host) and down to the host's copy.
     const std::size_t kv_at = static_cast<std::size_t>(kv_stride_ * i);
     for (const Span& sp : spans_) {
         Mirror& m = mirror(sp.state);
-        const auto& L = sp.state->layers[i];
-        for (std::int64_t s = std::max<std::int64_t>(0, sp.rows - L.rows); s < sp.rows; ++s) {
-            const std::int64_t row = (sp.pos0 + s) % L.rows, src = sp.first + s;
+        const std::int64_t mrows = m.rows[i];
+        for (std::int64_t s = std::max<std::int64_t>(0, sp.rows - mrows); s < sp.rows; ++s) {
+            const std::int64_t row = (sp.pos0 + s) % mrows, src = sp.first + s;
             for (std::int64_t g = 0; g < KV; ++g) {
                 const std::size_t from = static_cast<std::size_t>((src * KV + g) * hd) * 4;
-                const std::size_t to = static_cast<std::size_t>((g * L.rows + row) * hd) * 4;
+                const std::size_t to = static_cast<std::size_t>((g * mrows + row) * hd) * 4;
                 f.copy(kf_, from, *m.k[i], to, static_cast<std::size_t>(hd) * 4);
                 f.copy(vf_, from, *m.v[i], to, static_cast<std::size_t>(hd) * 4);
             }

@@ -44,10 +44,13 @@ struct ChainOptions {
     int device = -1;            // -1: the best ranked
     std::uint64_t budget = 0;   // bytes; 0: the device's
     int layers = -1;            // layers on the device (from the first); -1: all that fit
+    // K/V rows a global layer's mirror keeps (the KV split: older positions are attended on
+    // the host). 0: the whole context, split only when a session's mirror doesn't fit.
+    std::int64_t kv_window = 0;
 };
 
 struct ChainStats {
-    std::uint64_t frames = 0, steps = 0, uploads = 0;
+    std::uint64_t frames = 0, steps = 0, uploads = 0, split_layers = 0;
     double device_wait_s = 0, host_s = 0;
 };
 
@@ -99,10 +102,15 @@ private:
                const Buffer& w, const Buffer& state);
     void join_moe(Frame& f, int i);  // the previous MoE layer's output into the residual
     Mirror& mirror(forward::SessionState* s);
+    std::unique_ptr<Mirror> make_mirror(const forward::SessionState& s, std::int64_t kv_window);
+    void upload(Mirror& m, const forward::SessionState& s);
+    // The host's share of split layer i for one span: softmax statistics over [0, lo).
+    void host_part(int i, const Span& sp, std::int64_t lo, const float* q, const float* r, float* out);
     void ensure_scratch(std::int64_t R);
 
     const model::Model& model_;
     const model::Config& c_;
+    ChainOptions options_;
     std::unique_ptr<Context> ctx_;
     std::unique_ptr<Kernel> k_gemv_f32_, k_gemv_bf16_, k_rmsnorm_, k_ew_, k_sconv_, k_attn_;
     std::vector<std::unique_ptr<LayerBuffers>> layer_;
@@ -116,7 +124,7 @@ private:
     std::int64_t scratch_rows_ = 0;
     std::int64_t kv_stride_ = 0;  // floats a layer takes in kv_down_ (K rows, then V rows)
     Buffer x_, h_, a_, q_, kf_, vf_, r_, ctx_rows_, tau_, g_, u_, shared_out_;
-    Buffer routed_, shared_w_, logits_, h_down_, kv_down_, out_;
+    Buffer routed_, shared_w_, logits_, h_down_, kv_down_, out_, q_down_, r_down_, host_part_;
     std::unique_ptr<Frame> f1_, f2_;
     std::vector<Span> spans_;
     std::int64_t R_ = 0;

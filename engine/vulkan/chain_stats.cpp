@@ -17,6 +17,7 @@ nlohmann::json device_stats(const Chain* chain, std::uint64_t tokens) {
             {"frames", s.frames},
             {"frames_per_step", per(static_cast<double>(s.frames), s.steps)},
             {"state_uploads", s.uploads},
+            {"split_layers", s.split_layers},
             {"device_ms", s.device_wait_s * 1e3},
             {"host_record_ms", s.host_s * 1e3},
             {"tokens", tokens}};

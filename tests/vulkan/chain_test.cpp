@@ -215,3 +215,65 @@ TEST_CASE("vulkan chain: sessions interleaved in one batch match solo CPU runs")
         CHECK(max_diff(got[1], cpu_fw.step(c2, std::span(&t2, 1), nullptr, false)) <= 1e-4);
     }
 }
+
+TEST_CASE("vulkan chain: the KV split (a global layer's older positions on the host) matches the CPU") {
+    // mixed: global layers 1 and 4, tau from position 2, E=16; base: global layer 5.
+    for (const char* name : {"mixed-hf-f32", "base-release-bf16"}) {
+        CAPTURE(name);
+        auto model = model::load_model(test_paths::fixtures() / name);
+        cpu::ThreadPool pool(2);
+        forward::Forward cpu_fw(model, pool);
+        const auto prompt = prompt_for(model.config, 21);
+        const Trace want = greedy(cpu_fw, model.config, prompt, 10, 5);
+        for (std::int64_t window : {1, 4, 8}) {
+            CAPTURE(window);
+            vulkan::ChainOptions o;
+            o.kv_window = window;
+            auto chain = chain_or_skip(model, o);
+            if (!chain) return;
+            forward::Forward dev_fw(model, pool);
+            dev_fw.set_chain(std::move(chain));
+            check_same(want, greedy(dev_fw, model.config, prompt, 10, 5));
+            CHECK(dev_fw.chain()->stats().split_layers > 0);
+        }
+    }
+}
+
+TEST_CASE("vulkan chain: a session too long for the budget splits its global layers by itself") {
+    auto model = model::load_model(test_paths::fixtures() / "base-hf-f32");
+    const auto& c = model.config;
+    cpu::ThreadPool pool(2);
+    std::uint64_t weights = 0;
+    {
+        auto probe = chain_or_skip(model);
+        if (!probe) return;
+        weights = probe->memory_used();
+    }
+    // A 4096-position session's global-layer mirror is 1 MiB (2 kv heads × 16 dims × 2 ×
+    // 4 bytes a position): give the device room for the weights, the scratch and less.
+    vulkan::ChainOptions o;
+    o.budget = weights + (768u << 10);
+    auto chain = chain_or_skip(model, o);
+    REQUIRE(chain);
+    REQUIRE(chain->full());
+    forward::Forward cpu_fw(model, pool), dev_fw(model, pool);
+    dev_fw.set_chain(std::move(chain));
+    auto a = forward::make_session(c, 4096), b = forward::make_session(c, 4096);
+    const auto prompt = prompt_for(c, 300);
+    std::vector<float> x, y;
+    for (std::size_t at = 0; at < prompt.size(); at += 30) {  // steps whose scratch fits
+        x = cpu_fw.step(a, std::span(prompt).subspan(at, 30), nullptr, false);
+        y = dev_fw.step(b, std::span(prompt).subspan(at, 30), nullptr, false);
+        CHECK(max_diff(x, y) <= 1e-4);
+    }
+    for (int i = 0; i < 6; ++i) {
+        const auto t = static_cast<std::int32_t>(sampling::argmax(x));
+        CHECK(t == static_cast<std::int32_t>(sampling::argmax(y)));
+        x = cpu_fw.step(a, std::span(&t, 1), nullptr, false);
+        y = dev_fw.step(b, std::span(&t, 1), nullptr, false);
+        CHECK(max_diff(x, y) <= 1e-4);
+    }
+    REQUIRE(dev_fw.chain() != nullptr);
+    CHECK(dev_fw.chain()->stats().split_layers > 0);
+    CHECK(dev_fw.chain()->stats().steps >= 16);  // the device ran them, split
+}
