@@ -49,3 +49,4 @@ python3 "$root/tools/make-tiny/make_tiny.py" /tmp/mid --geometry mid --layout re
 threads=$(nproc)
 [[ -n "${SKIP_CPU:-}" ]] || "$bin" bench --model /tmp/mid --vulkan off --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_cpu.json"
 "$bin" bench --model /tmp/mid --vulkan on --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_vulkan.json"
+"$bin" bench --model /tmp/mid --vulkan prompts --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_prompts.json"
