@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/bench/expert_cache_bench.h"
+#include "engine/bench/kernel_bench.h"
 #include "engine/bench/memory_bandwidth.h"
 #include "engine/bench/serve_bench.h"
 #include "engine/convert/convert.h"
@@ -290,6 +291,14 @@ int cmd_serve(const cxxopts::ParseResult& args) {
 }
 
 // Prefill and decode speed on one model, against the memory bandwidth measured now.
+// The matmul kernels alone on synthetic weights (no model): int8, int4, bf16.
+int cmd_bench_kernels(const cxxopts::ParseResult& args) {
+    inkling::cpu::ThreadPool pool(args["threads"].as<unsigned>());
+    const auto mb = args["kernel-mb"].as<std::size_t>();
+    std::cout << inkling::bench::bench_kernels(pool, mb << 20).dump(2) << "\n";
+    return 0;
+}
+
 int cmd_bench(const cxxopts::ParseResult& args) {
     auto model = inkling::model::load_model(args["model"].as<std::string>());
     const auto& c = model.config;
@@ -399,7 +408,7 @@ int cmd_convert(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    cxxopts::Options options("inkling", "The Inkling engine.\n  inkling run --model DIR (--prompt TEXT | --ids 1,2,3) [options]\n  inkling serve --model DIR [--slots N] [--ctx N] [--threads N]\n  inkling eval --model DIR (--text FILE | --ids 1,2,3) [--ctx WINDOW]\n  inkling info --model DIR\n  inkling bench --model DIR [--prompt-tokens N] [--decode-tokens N]\n  inkling convert SRC DST [--experts int4|int8] [--dense keep|int8|int4g64] [--keep-audio]");
+    cxxopts::Options options("inkling", "The Inkling engine.\n  inkling run --model DIR (--prompt TEXT | --ids 1,2,3) [options]\n  inkling serve --model DIR [--slots N] [--ctx N] [--threads N]\n  inkling eval --model DIR (--text FILE | --ids 1,2,3) [--ctx WINDOW]\n  inkling info --model DIR\n  inkling bench --model DIR [--prompt-tokens N] [--decode-tokens N]\n  inkling bench --kernels [--kernel-mb 256] [--threads N] [--isa ISA]\n  inkling convert SRC DST [--experts int4|int8] [--dense keep|int8|int4g64] [--keep-audio]");
     options.positional_help("COMMAND");
     options.add_options()
         ("command", "run | serve | eval | info | bench", cxxopts::value<std::string>())
@@ -427,6 +436,8 @@ int main(int argc, char** argv) {
         ("prompt-tokens", "bench: prompt length", cxxopts::value<int>()->default_value("128"))
         ("decode-tokens", "bench: tokens decoded", cxxopts::value<int>()->default_value("32"))
         ("sessions", "bench: concurrent session counts, e.g. 1,2,4,8", cxxopts::value<std::string>())
+        ("kernels", "bench: the matmul kernels alone (int8, int4, bf16) on synthetic weights; no --model", cxxopts::value<bool>()->default_value("false"))
+        ("kernel-mb", "bench --kernels: MiB of weights per format", cxxopts::value<std::size_t>()->default_value("256"))
         ("reuse-tokens", "bench: conversation length for the prefix-reuse TTFT figure (0 = skip)", cxxopts::value<int>()->default_value("0"))
         ("cap", "converted models: expert cache slots per sparse layer (default: half the free RAM)", cxxopts::value<int>())
         ("ram-gb", "converted models: the cap that fits this many GB of expert slots", cxxopts::value<double>())
@@ -444,6 +455,7 @@ int main(int argc, char** argv) {
         }
         apply_common(args);
         const std::string cmd = args["command"].as<std::string>();
+        if (cmd == "bench" && args["kernels"].as<bool>()) return cmd_bench_kernels(args);
         if (!args.count("model")) throw std::runtime_error("--model DIR is required");
         if (cmd == "run") return cmd_run(args);
         if (cmd == "info") return cmd_info(args);

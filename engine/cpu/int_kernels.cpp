@@ -13,6 +13,10 @@ namespace {
 using model::DType;
 using model::Matrix;
 constexpr std::int64_t kB = quant::kBlock;
+// Weights are read once, front to back; prefetching this far ahead keeps more of the
+// stream in flight than the hardware prefetcher does alone (decode at n = 1 is bound by it).
+constexpr std::int64_t kPrefetch = 2048;
+
 
 // Per-block inputs of one weight row · one activation row.
 struct Blocks {
@@ -85,6 +89,7 @@ struct I8Avx2 {
     const std::int8_t* x;
     static constexpr int kShift = 0;  // no offset to take back
     INKLING_AVX2 __m256i block(std::int64_t b) const {
+        if (b % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(w + b * kB) + kPrefetch, _MM_HINT_T0);
         const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + b * kB));
         const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + b * kB));
         const __m256i m = _mm256_maddubs_epi16(_mm256_abs_epi8(wv), _mm256_sign_epi8(xv, wv));
@@ -99,6 +104,7 @@ struct Q4Avx2 {
     const std::int8_t* x;
     static constexpr int kShift = 3;  // offset 8
     INKLING_AVX2 __m256i block(std::int64_t b) const {
+        if (b % 4 == 0) _mm_prefetch(reinterpret_cast<const char*>(w + b * kB / 2) + kPrefetch, _MM_HINT_T0);
         const __m128i wb = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + b * kB / 2)),
                                          _mm_set1_epi8(static_cast<char>(0x88)));
         const __m256i z = _mm256_inserti128_si256(_mm256_castsi128_si256(wb), _mm_srli_epi16(wb, 4), 1);
@@ -114,6 +120,7 @@ INKLING_AVX2 float dot_avx2(const K& kern, const Blocks& k) {
     __m256i p[8];
     std::int64_t b = 0;
     for (; b + 8 <= k.n; b += 8) {
+#pragma GCC unroll 8
         for (int j = 0; j < 8; ++j) p[j] = kern.block(b + j);
         __m256i isum = reduce8_avx2(p);
         if (K::kShift)
@@ -179,6 +186,7 @@ struct I8Vnni {
     const std::int8_t* x;
     static constexpr int kShift = 7;
     INKLING_VNNI __m512i pair(std::int64_t b) const {
+        _mm_prefetch(reinterpret_cast<const char*>(w + b * kB) + kPrefetch, _MM_HINT_T0);
         const __m512i wv = _mm512_loadu_si512(w + b * kB), xv = _mm512_loadu_si512(x + b * kB);
         return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(wv, _mm512_set1_epi8(-128)), xv);
     }
@@ -202,6 +210,7 @@ struct Q4Vnni {
         return _mm512_and_si512(z, _mm512_set1_epi8(0x0f));
     }
     INKLING_VNNI __m512i pair(std::int64_t b) const {
+        if (b % 4 == 0) _mm_prefetch(reinterpret_cast<const char*>(w + b * kB / 2) + kPrefetch, _MM_HINT_T0);
         const __m256i wb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + b * kB / 2));
         return _mm512_dpbusd_epi32(_mm512_setzero_si512(), expand(wb), _mm512_loadu_si512(x + b * kB));
     }
@@ -218,6 +227,7 @@ INKLING_VNNI float dot_vnni(const K& kern, const Blocks& k) {
     __m512i p[8];
     std::int64_t b = 0;
     for (; b + 16 <= k.n; b += 16) {
+#pragma GCC unroll 8
         for (int j = 0; j < 8; ++j) p[j] = kern.pair(b + 2 * j);
         const __m512i xs = _mm512_slli_epi32(_mm512_loadu_si512(k.xsums + b), K::kShift);
         const __m512i isum = _mm512_sub_epi32(reduce16_vnni(p), xs);
@@ -309,7 +319,9 @@ void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::in
         // The weight scale of each block: the row's scales as they are for groups of 32.
         const float* sw = w.row_scales(o);
         if (w.group != kB) {
-            for (std::int64_t b = 0; b < a.blocks; ++b) sw_buf[static_cast<std::size_t>(b)] = sw[b * kB / w.group];
+            const std::int64_t per = w.group / kB;  // blocks a scale covers
+            for (std::int64_t b = 0; b < a.blocks; b += per)
+                std::fill_n(sw_buf.begin() + b, std::min(per, a.blocks - b), sw[b / per]);
             sw = sw_buf.data();
         }
         const auto* row = reinterpret_cast<const std::uint8_t*>(w.row(o));

@@ -47,9 +47,12 @@ struct QuantizedActivations {
     // instructions and correct by an offset).
     std::vector<std::int32_t> sums;
 };
+// s = max|x| / 127 per block, q = round(x / s) (a division, ties away from zero; weights
+// likewise divide by their scale), s = 0 and q = 0 for an all-zero block. `out` is
+// resized, its storage kept across calls.
 void quantize_activations(const float* x, std::int64_t rows, std::int64_t cols, QuantizedActivations& out);
 
-// ‖a − b‖₂ / ‖a‖₂ in double (0 when a is all zeros and so is b).
+// ‖a − b‖₂ / ‖a‖₂ in double (0 when a is all zeros and so is b; infinity when only a is).
 double relative_l2(const float* a, const float* b, std::int64_t n);
 
 }  // namespace inkling::quant

@@ -40,6 +40,9 @@ for cap in 1 4 64; do
     "$build/inkling" bench --model "$disk-int8" --cap "$cap" --pin 0 --usage-file off --prompt-tokens 32 \
         --decode-tokens 32 >"$out/disk-int8-cap$cap.json"
 done
+# The matmul kernels alone: int8, int4 and bf16 weights (256 MiB each) at one activation
+# row (GB/s against the bandwidth measured in the same run) and at 64 (GFLOP/s).
+"$build/inkling" bench --kernels >"$out/kernels.json"
 # Gateway overhead against talking to the engine directly (demo model).
 "$root/tools/make-tiny/ensure_demo.sh" "$build"
 python3 "$root/tools/bench/gateway_bench.py" "$build" "$build/demo-model" 200 >"$out/gateway.json"
