@@ -19,6 +19,7 @@
 
 #include "engine/bench/expert_cache_bench.h"
 #include "engine/bench/kernel_bench.h"
+#include "engine/bench/device_bench.h"
 #include "engine/bench/memory_bandwidth.h"
 #include "engine/bench/serve_bench.h"
 #include "engine/convert/convert.h"
@@ -32,6 +33,8 @@
 #include "engine/sampling/sampler.h"
 #include "engine/serve/scheduler.h"
 #include "engine/serve/serve_loop.h"
+#include "engine/vulkan/chain_stats.h"
+#include "engine/vulkan/setup.h"
 #include "protocol/binary_stdio.h"
 #include "protocol/fields.h"
 #include "protocol/tml_render.h"
@@ -86,6 +89,17 @@ std::shared_ptr<inkling::experts::ExpertCache> cache_for(const inkling::model::M
     if (args.count("pin")) f.pins = args["pin"].as<int>();
     if (args.count("usage-file")) f.usage_file = args["usage-file"].as<std::string>();
     return inkling::experts::make_cache(model, f);
+}
+
+// The Vulkan chain under --vulkan/--vk-device/--vk-layers/--vk-budget-mb, handed to `fw`.
+void attach_device(inkling::forward::Forward& fw, const inkling::model::Model& model,
+                   const cxxopts::ParseResult& args) {
+    inkling::vulkan::VulkanFlags f;
+    f.mode = args["vulkan"].as<std::string>();
+    if (args.count("vk-device")) f.device = args["vk-device"].as<int>();
+    if (args.count("vk-layers")) f.layers = args["vk-layers"].as<int>();
+    if (args.count("vk-budget-mb")) f.budget_mb = args["vk-budget-mb"].as<std::uint64_t>();
+    fw.set_chain(inkling::vulkan::open_chain(model, f), f.mode == "prompts");
 }
 
 int cmd_info(const cxxopts::ParseResult& args) {
@@ -166,6 +180,7 @@ int cmd_run(const cxxopts::ParseResult& args) {
                                  ") exceed --ctx " + std::to_string(ctx));
     inkling::cpu::ThreadPool pool(args["threads"].as<unsigned>());
     inkling::forward::Forward fw(model, pool, cache_for(model, args));
+    attach_device(fw, model, args);
     auto state = inkling::forward::make_session(c, ctx);
     inkling::forward::AudioCursor audio{dmel, 0};
 
@@ -255,6 +270,7 @@ int cmd_eval(const cxxopts::ParseResult& args) {
     const std::int64_t window = args.count("ctx") ? args["ctx"].as<std::int64_t>() : 1024;
     inkling::cpu::ThreadPool pool(args["threads"].as<unsigned>());
     inkling::forward::Forward fw(model, pool, cache_for(model, args));
+    attach_device(fw, model, args);
     const auto t0 = Clock::now();
     auto s = inkling::eval::score(fw, ids, window);
     const double secs = seconds_since(t0);
@@ -287,6 +303,7 @@ int cmd_serve(const cxxopts::ParseResult& args) {
     if (o.prefill_chunk < 1) throw std::runtime_error("--prefill-chunk must be at least 1");
     inkling::cpu::ThreadPool pool(args["threads"].as<unsigned>());
     inkling::serve::Scheduler scheduler(model, tokenizer ? &*tokenizer : nullptr, pool, o, cache_for(model, args));
+    attach_device(scheduler.forward(), model, args);
     return inkling::serve::serve_stdio(scheduler);
 }
 
@@ -305,6 +322,7 @@ int cmd_bench(const cxxopts::ParseResult& args) {
     inkling::cpu::ThreadPool pool(args["threads"].as<unsigned>());
     const double bandwidth = inkling::bench::measure_read_bandwidth(std::size_t{2} << 30, 5, pool);
     inkling::forward::Forward fw(model, pool, cache_for(model, args));
+    attach_device(fw, model, args);
     const int P = args["prompt-tokens"].as<int>(), N = args["decode-tokens"].as<int>();
     const auto prompt = inkling::bench::pseudo_prompt(c, P, 1);
     // Warm-up: the first pass pages the weights in from the file.
@@ -328,6 +346,12 @@ int cmd_bench(const cxxopts::ParseResult& args) {
     }
     const double decode_s = seconds_since(t0);
     if (cache) j["expert_cache"] = inkling::bench::expert_cache_figures(*cache, cache0, decoded, decode_s);
+    if (fw.chain()) {
+        j["device"] = inkling::vulkan::device_stats(fw.chain(), static_cast<std::uint64_t>(P + decoded));
+        std::fprintf(stderr, "[bench] %s: %.1f device frames a step over %llu steps\n", fw.chain()->device().name.c_str(),
+                     j["device"]["frames_per_step"].get<double>(),
+                     static_cast<unsigned long long>(j["device"]["steps"].get<std::uint64_t>()));
+    }
     const double bytes_per_token = static_cast<double>(fw.weight_bytes_read() - before) / std::max(decoded, 1);
     const double decode_tps = decoded / decode_s;
     const double achieved = bytes_per_token * decode_tps / 1e9;
@@ -408,7 +432,7 @@ int cmd_convert(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    cxxopts::Options options("inkling", "The Inkling engine.\n  inkling run --model DIR (--prompt TEXT | --ids 1,2,3) [options]\n  inkling serve --model DIR [--slots N] [--ctx N] [--threads N]\n  inkling eval --model DIR (--text FILE | --ids 1,2,3) [--ctx WINDOW]\n  inkling info --model DIR\n  inkling bench --model DIR [--prompt-tokens N] [--decode-tokens N]\n  inkling bench --kernels [--kernel-mb 256] [--threads N] [--isa ISA]\n  inkling convert SRC DST [--experts int4|int8] [--dense keep|int8|int4g64] [--keep-audio]");
+    cxxopts::Options options("inkling", "The Inkling engine.\n  inkling run --model DIR (--prompt TEXT | --ids 1,2,3) [options]\n  inkling serve --model DIR [--slots N] [--ctx N] [--threads N]\n  inkling eval --model DIR (--text FILE | --ids 1,2,3) [--ctx WINDOW]\n  inkling info --model DIR\n  inkling bench --model DIR [--prompt-tokens N] [--decode-tokens N]\n  inkling bench --kernels [--kernel-mb 256] [--threads N] [--isa ISA]\n  inkling bench --device-kernels [--kernel-mb 256] [--vk-device N]\n  inkling convert SRC DST [--experts int4|int8] [--dense keep|int8|int4g64] [--keep-audio]");
     options.positional_help("COMMAND");
     options.add_options()
         ("command", "run | serve | eval | info | bench", cxxopts::value<std::string>())
@@ -437,12 +461,17 @@ int main(int argc, char** argv) {
         ("decode-tokens", "bench: tokens decoded", cxxopts::value<int>()->default_value("32"))
         ("sessions", "bench: concurrent session counts, e.g. 1,2,4,8", cxxopts::value<std::string>())
         ("kernels", "bench: the matmul kernels alone (int8, int4, bf16) on synthetic weights; no --model", cxxopts::value<bool>()->default_value("false"))
-        ("kernel-mb", "bench --kernels: MiB of weights per format", cxxopts::value<std::size_t>()->default_value("256"))
+        ("device-kernels", "bench: the Vulkan device's copy bandwidth and the chain's GEMV against it; no --model", cxxopts::value<bool>()->default_value("false"))
+        ("kernel-mb", "bench --kernels: MiB of weights per format; --device-kernels: MiB copied", cxxopts::value<std::size_t>()->default_value("256"))
         ("reuse-tokens", "bench: conversation length for the prefix-reuse TTFT figure (0 = skip)", cxxopts::value<int>()->default_value("0"))
         ("cap", "converted models: expert cache slots per sparse layer (default: half the free RAM)", cxxopts::value<int>())
         ("ram-gb", "converted models: the cap that fits this many GB of expert slots", cxxopts::value<double>())
         ("pin", "converted models: experts pinned per layer from the usage history (default cap/2)", cxxopts::value<int>())
         ("usage-file", "converted models: expert usage history (default MODEL/expert-usage.json; off: none)", cxxopts::value<std::string>())
+        ("vulkan", "run/serve/eval/bench: auto (a GPU if there is one), on (any device, lavapipe too), off, prompts (prompt steps only)", cxxopts::value<std::string>()->default_value("auto"))
+        ("vk-device", "Vulkan device index (vulkaninfo's order; default: discrete > integrated > CPU driver)", cxxopts::value<int>())
+        ("vk-layers", "tests: run only the first N layers on the device (a partial chain)", cxxopts::value<int>())
+        ("vk-budget-mb", "device memory budget in MiB (default: what the driver reports)", cxxopts::value<std::uint64_t>())
         ("json", "print one JSON object (ids, tokens, text, prompt_argmax, last_logits, timings)", cxxopts::value<bool>()->default_value("false"))
         ("h,help", "this help");
     options.parse_positional({"command"});
@@ -456,6 +485,11 @@ int main(int argc, char** argv) {
         apply_common(args);
         const std::string cmd = args["command"].as<std::string>();
         if (cmd == "bench" && args["kernels"].as<bool>()) return cmd_bench_kernels(args);
+        if (cmd == "bench" && args["device-kernels"].as<bool>()) {
+            const int dev = args.count("vk-device") ? args["vk-device"].as<int>() : -1;
+            std::cout << inkling::bench::bench_device_kernels(dev, args["kernel-mb"].as<std::size_t>()).dump(2) << "\n";
+            return 0;
+        }
         if (!args.count("model")) throw std::runtime_error("--model DIR is required");
         if (cmd == "run") return cmd_run(args);
         if (cmd == "info") return cmd_info(args);
