@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """demo_model_test.py [BUILD]: the engine on the committed demo model (models/inkling-demo)
-against the reference's golden (tests/fixtures/golden/inkling-demo.json, written by
+against the reference's golden (tests/fixtures/demo/inkling-demo.json, written by
 tools/train-tiny/demo_goldens.py). Needs no torch: the golden carries the reference's
 numbers. PASS/FAIL lines; exit 0 when all pass.
 
@@ -18,7 +18,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build"))
 model = os.path.join(ROOT, "models", "inkling-demo")
-golden = json.load(open(os.path.join(ROOT, "tests", "fixtures", "golden", "inkling-demo.json")))
+golden = json.load(open(os.path.join(ROOT, "tests", "fixtures", "demo", "inkling-demo.json")))
 failed = 0
 
 

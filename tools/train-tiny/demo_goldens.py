@@ -5,7 +5,7 @@
     /usr/bin/python3 tools/train-tiny/demo_goldens.py --check    recomputes, PASS/FAIL lines
     ... [--model DIR] [--golden FILE]
 
-Golden (tests/fixtures/golden/inkling-demo.json):
+Golden (tests/fixtures/demo/inkling-demo.json):
   heldout_ids       bpe.py's tokenization of models/inkling-demo/heldout.txt
   nll, perplexity   tools/reference (float32 on the bf16 weights), teacher-forced in windows
                     of `window` tokens from a fresh state — what `inkling eval --ctx` does
@@ -86,7 +86,7 @@ def compute(model_dir, want):
 def main():
     ap = argparse.ArgumentParser(description="reference goldens of the demo model")
     ap.add_argument("--model", default=os.path.join(ROOT, "models", "inkling-demo"))
-    ap.add_argument("--golden", default=os.path.join(ROOT, "tests", "fixtures", "golden", "inkling-demo.json"))
+    ap.add_argument("--golden", default=os.path.join(ROOT, "tests", "fixtures", "demo", "inkling-demo.json"))
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--threads", type=int, default=2)
     a = ap.parse_args()
