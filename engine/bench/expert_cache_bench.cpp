@@ -15,8 +15,10 @@ nlohmann::json expert_cache_figures(const experts::ExpertCache& cache, const exp
     const double n = std::max(tokens, 1);
     const double hit_pct = hits + misses ? 100.0 * static_cast<double>(hits) / static_cast<double>(hits + misses) : 100.0;
     const double achieved = busy > 0 ? bytes / busy : 0.0;
-    // The yardstick: up to 2 GB of the container read front to back, now.
-    const double sequential = experts::sequential_read_rate(cache.store().path(), std::int64_t{2} << 30);
+    // The yardstick: up to 2 GB of the container read front to back, now, by as many
+    // readers as the cache has I/O threads.
+    const double sequential =
+        experts::sequential_read_rate(cache.store().path(), std::int64_t{2} << 30, cache.io_threads());
     nlohmann::json j = {{"cap", cache.cap()},
                         {"pinned", cache.pinned_total()},
                         {"format", experts::format_name(cache.store().header().format)},

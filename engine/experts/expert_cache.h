@@ -114,6 +114,7 @@ public:
     bool prefetch_enabled() const { return options_.prefetch; }
     const ExpertStore& store() const { return *store_; }
     const std::filesystem::path& usage_file() const { return options_.usage_file; }
+    int io_threads() const { return options_.io_threads; }
     // One line for the start-up log.
     std::string describe() const;
 

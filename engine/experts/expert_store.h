@@ -88,8 +88,9 @@ private:
 };
 
 // Sequential read rate of `path` in bytes/s: up to `limit` bytes in 8 MiB O_DIRECT reads
-// (buffered + DONTNEED where O_DIRECT is refused), one after another. The yardstick the
-// benchmark sets the cache's achieved read rate against.
-double sequential_read_rate(const std::filesystem::path& path, std::int64_t limit);
+// (buffered + DONTNEED where O_DIRECT is refused), `streams` readers each through its own
+// contiguous share (the cache reads with that many I/O threads, so the disk sees the same
+// queue depth). The yardstick the benchmark sets the cache's achieved read rate against.
+double sequential_read_rate(const std::filesystem::path& path, std::int64_t limit, int streams);
 
 }  // namespace inkling::experts

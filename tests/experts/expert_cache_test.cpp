@@ -122,7 +122,8 @@ TEST_CASE("the store reads each record whole, around the page cache, and views i
     CHECK(k.reads == 8);
     CHECK(k.bytes == static_cast<std::uint64_t>(8 * h.record_bytes));
     CHECK(error_of([&] { store->read(2, 0, buf.get()); }).find("no record for layer 2") != std::string::npos);
-    CHECK(experts::sequential_read_rate(t.dir / "experts.inkx", 1 << 20) > 0);
+    CHECK(experts::sequential_read_rate(t.dir / "experts.inkx", 1 << 20, 1) > 0);
+    CHECK(experts::sequential_read_rate(t.dir / "experts.inkx", 1 << 20, 3) > 0);
 }
 
 TEST_CASE("a broken container is a clear error: bad magic, truncation, a flipped record byte, another model") {
