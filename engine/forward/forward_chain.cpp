@@ -28,8 +28,9 @@ int Forward::run_chain(const std::vector<Span>& spans, std::int64_t R, std::vect
     for (int i = 0; i < n; ++i) {
         if (!chain_->layer(i, h.data(), router.data())) continue;
         // The routed experts on the host while the device runs the shared ones.
+        chain_->start_shared(i);
         moe(i, R, h.data(), routed.data(), router.data(), &shared_w);
-        chain_->experts(i, routed.data(), shared_w.data());
+        chain_->join_routed(i, routed.data(), shared_w.data());
     }
     if (chain_->full()) {
         logits.assign(out_rows.size() * static_cast<std::size_t>(c_.unpadded_vocab), 0.0f);

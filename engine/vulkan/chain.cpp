@@ -563,12 +563,9 @@ bool Chain::layer(int i, float* h_host, float* logits_host) {
     return true;
 }
 
-void Chain::experts(int i, const float* routed, const float* shared_w) {
+void Chain::start_shared(int i) {
     const LayerBuffers& B = *layer_[i];
     const std::int64_t D = c_.hidden, R = R_, NS = c_.shared_experts;
-    routed_.write(routed, static_cast<std::size_t>(R * D) * 4);
-    if (NS > 0) shared_w_.write(shared_w, static_cast<std::size_t>(R * NS) * 4);
-    pending_moe_ = i;
     if (NS == 0) return;
     Frame& f = *f2_;
     f.begin();
@@ -585,6 +582,14 @@ void Chain::experts(int i, const float* routed, const float* shared_w) {
     }
     f.submit();
     ++stats_.frames;
+}
+
+void Chain::join_routed(int i, const float* routed, const float* shared_w) {
+    // A2 doesn't read these: the host writes them while it runs.
+    const std::int64_t D = c_.hidden, R = R_, NS = c_.shared_experts;
+    routed_.write(routed, static_cast<std::size_t>(R * D) * 4);
+    if (NS > 0) shared_w_.write(shared_w, static_cast<std::size_t>(R * NS) * 4);
+    pending_moe_ = i;
 }
 
 void Chain::finish(const std::vector<std::int64_t>& out_rows, float* logits, float* x) {

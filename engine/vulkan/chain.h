@@ -77,9 +77,12 @@ public:
     // Frame A1 of layer i. On a MoE layer fills h [R][D] (the normed rows) and logits
     // [R][E+NS] (router) and returns true; a dense layer returns false.
     bool layer(int i, float* h, float* logits);
-    // Frame A2 of MoE layer i: the shared experts (not waited for). `routed` [R][D] and
-    // `shared_w` [R][NS] join the residual at the start of the next frame.
-    void experts(int i, const float* routed, const float* shared_w);
+    // Frame A2 of MoE layer i: the shared experts over the normed rows, submitted and not
+    // waited for, so they run while the host computes the routed experts.
+    void start_shared(int i);
+    // The host's routed sum [R][D] and the shared experts' combine weights [R][NS]: they
+    // join the residual at the start of the next frame.
+    void join_routed(int i, const float* routed, const float* shared_w);
     // Ends the step: finishes the last layer's MLP; then, with a full chain, the final
     // norm ÷ mup and lm_head of `out_rows` into logits [out][unpadded_vocab]; with a
     // partial one, the residual rows into x [R][D] for the CPU to carry on. Copies the K/V
