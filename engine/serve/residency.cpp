@@ -35,7 +35,7 @@ nlohmann::json expert_residency(const model::Model& model, const std::vector<std
                 // three matrices are.
                 const auto& f = experts[e];
                 ram = page_resident(f.gate.data) && page_resident(f.up.data) && page_resident(f.down.data) &&
-                      page_resident(f.down.data + f.down.bytes() - 1);
+                      page_resident(f.down.row(f.down.rows - 1) + model::dtype_bytes(f.down.dtype, f.down.cols) - 1);
             }
             std::uint64_t n = i < static_cast<int>(uses.size()) && e < static_cast<int>(uses[i].size()) ? uses[i][e] : 0;
             unsigned heat = std::min<unsigned>(63, static_cast<unsigned>(std::bit_width(n)));
