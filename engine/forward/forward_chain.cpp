@@ -12,6 +12,7 @@ Forward::~Forward() = default;
 void Forward::set_chain(std::unique_ptr<vulkan::Chain> chain, bool prompts_only) {
     chain_ = std::move(chain);
     chain_prompts_only_ = prompts_only;
+    if (chain_) chain_->set_host_pool(&pool_);
 }
 
 std::string Forward::take_device_event() { return std::exchange(device_event_, std::string()); }

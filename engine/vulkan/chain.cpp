@@ -381,11 +381,13 @@ void Chain::host_part(int i, const Span& sp, std::int64_t lo, const float* q, co
     const std::int64_t H = c_.layer_heads(i), KV = L.kv_heads, hd = L.head_dim, ext = c_.layer_extent(i);
     const std::int64_t group = H / KV;
     const float inv_hd = 1.0f / static_cast<float>(hd);
-    std::vector<float> sc(static_cast<std::size_t>(lo));
-    for (std::int64_t s = 0; s < sp.rows; ++s) {
-        const std::int64_t row = sp.first + s, p = sp.pos0 + s;
-        const float tau = forward::attention_tau(c_, i, p);
-        for (std::int64_t h = 0; h < H; ++h) {
+    // One job per (row, head) of the span, each with its own score buffer.
+    auto jobs = [&](std::int64_t begin, std::int64_t end) {
+        std::vector<float> sc(static_cast<std::size_t>(lo));
+        for (std::int64_t job = begin; job < end; ++job) {
+            const std::int64_t s = job / H, h = job % H;
+            const std::int64_t row = sp.first + s, p = sp.pos0 + s;
+            const float tau = forward::attention_tau(c_, i, p);
             const float* qh = q + (row * H + h) * hd;
             const float* rh = r + (row * H + h) * c_.d_rel;
             const std::int64_t g = h / group;
@@ -395,8 +397,8 @@ void Chain::host_part(int i, const Span& sp, std::int64_t lo, const float* q, co
                 float bias = 0.0f;
                 if (dist < ext)
                     for (std::int64_t d = 0; d < c_.d_rel; ++d) bias += rh[d] * W.rel_bank[d * ext + dist];
-                sc[t] = forward::attention_score(cpu::dot(qh, L.k.data() + (g * L.rows + t % L.rows) * hd, hd), inv_hd,
-                                                 bias, tau);
+                sc[t] = forward::attention_score(cpu::dot(qh, L.k.data() + (g * L.rows + t % L.rows) * hd, hd),
+                                                 inv_hd, bias, tau);
                 m = std::max(m, sc[t]);
             }
             float* o = out + (row * H + h) * (hd + 2);
@@ -411,7 +413,9 @@ void Chain::host_part(int i, const Span& sp, std::int64_t lo, const float* q, co
             o[0] = m;
             o[1] = l;
         }
-    }
+    };
+    if (host_pool_ && sp.rows * H * lo >= 4096) host_pool_->parallel_for(sp.rows * H, jobs);
+    else jobs(0, sp.rows * H);
 }
 
 void Chain::begin(const std::vector<Span>& spans, std::int64_t R, const float* x) {

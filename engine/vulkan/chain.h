@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/cpu/thread_pool.h"
 #include "engine/forward/session_state.h"
 #include "engine/model/weights.h"
 #include "engine/vulkan/buffer.h"
@@ -91,6 +92,8 @@ public:
 
     // Drops every mirror (after a device loss the chain is not used again).
     void forget_sessions();
+    // The threads the host's share of a split layer runs on (none: the calling thread).
+    void set_host_pool(cpu::ThreadPool* pool) { host_pool_ = pool; }
 
 private:
     struct DeviceMatrix;
@@ -133,6 +136,7 @@ private:
     std::int64_t R_ = 0;
     int pending_moe_ = -1;  // a MoE layer whose output hasn't joined the residual
     ChainStats stats_;
+    cpu::ThreadPool* host_pool_ = nullptr;
 };
 
 }  // namespace inkling::vulkan

@@ -237,6 +237,17 @@ TEST_CASE("vulkan chain: the KV split (a global layer's older positions on the h
             CHECK(dev_fw.chain()->stats().split_layers > 0);
         }
     }
+    // Long enough chunks that the host's share runs on the thread pool.
+    auto model = model::load_model(test_paths::fixtures() / "mixed-hf-f32");
+    cpu::ThreadPool pool(2);
+    forward::Forward cpu_fw(model, pool), dev_fw(model, pool);
+    vulkan::ChainOptions o;
+    o.kv_window = 8;
+    auto chain = chain_or_skip(model, o);
+    if (!chain) return;
+    dev_fw.set_chain(std::move(chain));
+    const auto prompt = prompt_for(model.config, 150);
+    check_same(greedy(cpu_fw, model.config, prompt, 6, 50), greedy(dev_fw, model.config, prompt, 6, 50));
 }
 
 TEST_CASE("vulkan chain: a session too long for the budget splits its global layers by itself") {
