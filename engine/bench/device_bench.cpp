@@ -7,6 +7,7 @@
 #include "engine/vulkan/buffer.h"
 #include "engine/vulkan/context.h"
 #include "engine/vulkan/frame.h"
+#include "engine/vulkan/gemv_push.h"
 #include "engine/vulkan/kernel.h"
 
 namespace inkling::bench {
@@ -14,9 +15,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct GemvPush {
-    std::uint32_t O, I, S, stride, w_off, x_off, x_stride, y_off, y_stride;
-};
 
 // Seconds per repetition of what `record` puts in a frame, best of three runs of `reps`.
 template <class F>
@@ -62,8 +60,8 @@ nlohmann::json bench_device_kernels(int device, std::size_t mb) {
         const std::size_t wbytes = std::size_t{O} * I * (format == 0 ? 4 : 2);
         if (wbytes > ctx->info().max_storage_range) continue;
         vulkan::Buffer W(*ctx, wbytes, vulkan::Buffer::Kind::Device);
-        vulkan::Kernel gemv(*ctx, "gemv", 3, sizeof(GemvPush), {format});
-        const GemvPush p{O, I, 1, I, 0, 0, I, 0, O};
+        vulkan::Kernel gemv(*ctx, "gemv", 3, sizeof(vulkan::GemvPush), {format});
+        const vulkan::GemvPush p{O, I, 1, I, 0, 0, I, 0, O};
         const double s = time_frames(*ctx, 20, [&](vulkan::Frame& f) {
             const vulkan::Binding b[] = {{&W}, {&X}, {&Y}};
             f.dispatch(gemv, b, &p, O / 4);

@@ -435,10 +435,8 @@ std::vector<std::vector<float>> Forward::step_batch(std::span<const Block> block
     // step, so the CPU runs the whole step from the same embedded rows.
     int first_cpu = 0;
     if (chain_ && (!chain_prompts_only_ || R > 1)) {
-        std::vector<float> xd = x;
         try {
-            first_cpu = run_chain(spans, R, xd, out_rows, logits);
-            x = std::move(xd);
+            first_cpu = run_chain(spans, R, x, out_rows, logits);
         } catch (const vulkan::DeviceLost& e) {
             device_event_ = e.what();
             std::fprintf(stderr, "[vulkan] %s: finishing on the CPU from here on\n", e.what());

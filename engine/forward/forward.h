@@ -105,7 +105,8 @@ private:
              std::vector<float>* device_shared_w = nullptr);
     // Runs the chain's layers of a step; returns the first layer left to the CPU (x then
     // holds the residual rows), or -1 when the chain computed the logits too. Throws
-    // vulkan::DeviceLost with the host's states untouched.
+    // vulkan::DeviceLost or vulkan::OutOfBudget with the host's states and `x` untouched
+    // (the chain writes them only after its last wait on the device).
     int run_chain(const std::vector<Span>& spans, std::int64_t rows, std::vector<float>& x,
                   const std::vector<std::int64_t>& out_rows, std::vector<float>& logits);
     // Routed experts `ids` (weights `f`, rows `by_expert[id]`) and, with `shared_y`, the

@@ -1,4 +1,5 @@
 #include "engine/vulkan/chain.h"
+#include "engine/vulkan/gemv_push.h"
 
 #include <algorithm>
 #include <chrono>
@@ -16,9 +17,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-struct GemvPush {
-    std::uint32_t O, I, S, stride, w_off, x_off, x_stride, y_off, y_stride;
-};
 struct NormPush {
     std::uint32_t segments, n, x_off, x_stride, o_off, o_stride, mode;
     float eps, scale;
@@ -153,26 +151,22 @@ Chain::Chain(const model::Model& model, const ChainOptions& o) : model_(model), 
     // (with a forced count for tests).
     const std::uint64_t budget = ctx_->budget();
     const std::uint64_t reserve = std::min<std::uint64_t>(64ull << 20, budget / 4);
-    std::uint64_t left = budget > reserve ? budget - reserve : 0;
-    const std::uint64_t head = w.lm_head.bytes();
-    int fit = 0;
-    std::uint64_t need = head;
-    for (int i = 0; i < c_.layers; ++i) {
-        need += layer_bytes(w.layers[i]);
-        if (need > left) break;
-        fit = i + 1;
-    }
-    n_layers_ = o.layers >= 0 ? std::min(o.layers, c_.layers) : fit;
-    if (o.layers < 0 && fit < c_.layers) {
-        // lm_head stays on the host with a partial chain: count the layers again without it.
-        std::uint64_t n2 = 0;
-        fit = 0;
-        for (int i = 0; i < c_.layers; ++i) {
-            n2 += layer_bytes(w.layers[i]);
-            if (n2 > left) break;
-            fit = i + 1;
+    const std::uint64_t left = budget > reserve ? budget - reserve : 0;
+    // The first layers whose weights, after `first` bytes, fit what is left.
+    auto layers_fitting = [&](std::uint64_t first) {
+        int n = 0;
+        for (std::uint64_t need = first; n < c_.layers; ++n) {
+            need += layer_bytes(w.layers[n]);
+            if (need > left) break;
         }
-        n_layers_ = fit;
+        return n;
+    };
+    if (o.layers >= 0) {
+        n_layers_ = std::min(o.layers, c_.layers);
+    } else {
+        n_layers_ = layers_fitting(w.lm_head.bytes());
+        // lm_head stays on the host with a partial chain: the layers alone count.
+        if (n_layers_ < c_.layers) n_layers_ = layers_fitting(0);
     }
     if (n_layers_ == 0) throw Declined("not one layer fits the device budget of " + std::to_string(budget >> 20) + " MiB");
 

@@ -12,6 +12,7 @@
 #include "engine/vulkan/buffer.h"
 #include "engine/vulkan/context.h"
 #include "engine/vulkan/frame.h"
+#include "engine/vulkan/gemv_push.h"
 #include "engine/vulkan/kernel.h"
 
 using namespace inkling;
@@ -33,9 +34,6 @@ std::uint16_t to_bf16(float f) {
     return static_cast<std::uint16_t>((b + 0x7fff + ((b >> 16) & 1)) >> 16);
 }
 
-struct GemvPush {
-    std::uint32_t O, I, S, stride, w_off, x_off, x_stride, y_off, y_stride;
-};
 
 }  // namespace
 
@@ -139,8 +137,8 @@ TEST_CASE("vulkan: gemv matches the CPU kernel (f32 and bf16, strided rows, seve
             vulkan::Buffer X(*ctx, x.size() * 4, vulkan::Buffer::Kind::Device);
             X.write(x.data(), x.size() * 4);
             vulkan::Buffer Y(*ctx, want.size() * 4, vulkan::Buffer::Kind::Device);
-            vulkan::Kernel gemv(*ctx, "gemv", 3, sizeof(GemvPush), {static_cast<std::uint32_t>(format)});
-            GemvPush push{static_cast<std::uint32_t>(O), static_cast<std::uint32_t>(I), static_cast<std::uint32_t>(S),
+            vulkan::Kernel gemv(*ctx, "gemv", 3, sizeof(vulkan::GemvPush), {static_cast<std::uint32_t>(format)});
+            vulkan::GemvPush push{static_cast<std::uint32_t>(O), static_cast<std::uint32_t>(I), static_cast<std::uint32_t>(S),
                           static_cast<std::uint32_t>(stride), static_cast<std::uint32_t>(I), 0,
                           static_cast<std::uint32_t>(I), 0, static_cast<std::uint32_t>(O)};
             vulkan::Frame f(*ctx);
