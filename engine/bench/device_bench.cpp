@@ -7,7 +7,7 @@
 #include "engine/vulkan/buffer.h"
 #include "engine/vulkan/context.h"
 #include "engine/vulkan/frame.h"
-#include "engine/vulkan/gemv_push.h"
+#include "engine/vulkan/ops.h"
 #include "engine/vulkan/kernel.h"
 
 namespace inkling::bench {

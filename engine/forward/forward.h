@@ -1,7 +1,9 @@
 // The Inkling forward on the CPU: feeds a block of token ids (a whole prompt, a chunk of
 // one, or a single decode token) through every layer, advancing a session's state, and
 // returns logits over the unpadded vocabulary. The math follows
-// shared/specs/inkling-reference-notes.md (transformers' semantics).
+// shared/specs/inkling-reference-notes.md (transformers' semantics). The layer sequence is
+// written once (run_layers) over the backend interface of backend.h: the CPU backend, and
+// the Vulkan chain for the layers it takes.
 //
 //   forward::Forward fw(model, pool);
 //   auto state = forward::make_session(model.config, 4096);
@@ -16,6 +18,10 @@
 #include "engine/cpu/kernels.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/experts/expert_cache.h"
+#include "engine/forward/backend.h"
+#include "engine/forward/cpu_backend.h"
+#include "engine/forward/host_experts.h"
+#include "engine/forward/meter.h"
 #include "engine/forward/session_state.h"
 #include "engine/model/weights.h"
 
@@ -77,59 +83,33 @@ public:
     const model::Model& model() const { return model_; }
     // Bytes of weight matrices the steps so far have read (each matrix once per step): the
     // benchmark's bytes-per-token.
-    std::uint64_t weight_bytes_read() const { return weight_bytes_read_; }
+    std::uint64_t weight_bytes_read() const { return meter_.bytes(); }
 
     // Where the time of all steps so far went, in seconds.
-    struct PhaseTimes {
-        double embed = 0, attention = 0, router = 0, experts = 0, dense = 0, convs_norms = 0, head = 0;
-        double expert_io = 0;  // waiting for the expert cache to read experts in
-    };
-    const PhaseTimes& phase_times() const { return times_; }
+    using PhaseTimes = forward::PhaseTimes;
+    const PhaseTimes& phase_times() const { return meter_.times(); }
     // Rows routed to each expert so far: [layer][expert] (empty on dense layers).
-    const std::vector<std::vector<std::uint64_t>>& expert_uses() const { return expert_uses_; }
+    const std::vector<std::vector<std::uint64_t>>& expert_uses() const { return experts_.uses(); }
     // The expert cache of a converted model, else null.
-    experts::ExpertCache* expert_cache() const { return cache_.get(); }
+    experts::ExpertCache* expert_cache() const { return experts_.cache(); }
 
 private:
-    struct Span {  // a block's rows within the batch
-        SessionState* state;
-        std::int64_t first, rows, pos0;
-    };
     void embed(std::span<const std::int32_t> ids, AudioCursor* audio, float* x, bool& used_audio);
-    void attention(int layer, const std::vector<Span>& spans, std::int64_t rows, const float* h, float* out);
-    void mlp(int layer, std::int64_t rows, const float* h, float* out);
-    // With `router_logits` the router's product is given (the device computed it); with
-    // `device_shared_w` the shared experts are left to the device: `out` gets the routed
-    // sum alone and *device_shared_w their combine weights [rows][shared].
-    void moe(int layer, std::int64_t rows, const float* h, float* out, const float* router_logits = nullptr,
-             std::vector<float>* device_shared_w = nullptr);
-    // Runs the chain's layers of a step; returns the first layer left to the CPU (x then
-    // holds the residual rows), or -1 when the chain computed the logits too. Throws
-    // vulkan::DeviceLost or vulkan::OutOfBudget with the host's states and `x` untouched
-    // (the chain writes them only after its last wait on the device).
+    // The one layer sequence: layers [from, to) on `be` (backend.h).
+    void run_layers(Backend& be, int from, int to, std::int64_t rows);
+    // The chain's layers of a step; returns the first layer left to the CPU (x then holds
+    // the residual rows), or -1 when the chain computed the logits too. Throws
+    // vulkan::DeviceLost or vulkan::OutOfBudget with the host's states and `x` untouched.
     int run_chain(const std::vector<Span>& spans, std::int64_t rows, std::vector<float>& x,
                   const std::vector<std::int64_t>& out_rows, std::vector<float>& logits);
-    // Routed experts `ids` (weights `f`, rows `by_expert[id]`) and, with `shared_y`, the
-    // shared experts over all rows: computes them and adds the routed contributions to
-    // `out` in the order of `ids`; the shared experts' outputs go to *shared_y.
-    using RowWeights = std::vector<std::vector<std::pair<std::int64_t, float>>>;
-    void expert_round(int layer, std::span<const int> ids, const std::vector<const model::Ffn*>& f,
-                      const RowWeights& by_expert, std::int64_t rows, const float* h, float* out,
-                      std::vector<std::vector<float>>* shared_y);
-    // Starts reading the experts the next sparse layer will likely pick for these rows.
-    void prefetch_after(int layer, std::int64_t rows, const float* h);
-    void ffn(const model::Ffn& f, std::int64_t rows, const float* x, float* out);
-    void mm(const float* x, std::int64_t rows, const model::Matrix& w, float* y);
-    void mm_group(const std::vector<cpu::MatJob>& jobs);
 
     const model::Model& model_;
     const model::Config& c_;
     const model::Weights& w_;
-    cpu::ThreadPool& pool_;
-    std::uint64_t weight_bytes_read_ = 0;
-    PhaseTimes times_;
-    std::vector<std::vector<std::uint64_t>> expert_uses_;
-    std::shared_ptr<experts::ExpertCache> cache_;
+    Meter meter_;
+    HostExperts experts_;
+    CpuBackend cpu_;
+    std::vector<float> h_, router_logits_;  // the MoE input and router logits, on the host
     std::unique_ptr<vulkan::Chain> chain_;
     bool chain_prompts_only_ = false;
     std::string device_event_;

@@ -1,5 +1,4 @@
 #include "engine/vulkan/chain.h"
-#include "engine/vulkan/gemv_push.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,7 +7,9 @@
 #include <cstring>
 
 #include "engine/cpu/kernels.h"
+#include "engine/forward/attention.h"
 #include "engine/forward/attention_math.h"
+#include "engine/forward/host_experts.h"
 #include "engine/model/tensor.h"
 
 namespace inkling::vulkan {
@@ -17,28 +18,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-struct NormPush {
-    std::uint32_t segments, n, x_off, x_stride, o_off, o_stride, mode;
-    float eps, scale;
-};
-struct EwPush {
-    std::uint32_t op, n, width, shared_n;
-    float scale;
-};
-struct ConvPush {
-    std::uint32_t rows, channels, kernel, x_off, st_off;
-};
-struct AttnPush {
-    std::uint32_t first, rows, pos0, H, KV, hd, d_rel, ext, window, mrows, lo;
-    float inv_hd;
-};
-
-constexpr std::uint32_t kOpAdd = 0, kOpSwiglu = 1, kOpScale = 2, kOpCombine = 3;
-
 std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
-std::uint32_t groups_for(std::int64_t n, std::int64_t per) {
-    return static_cast<std::uint32_t>(std::clamp<std::int64_t>((n + per - 1) / per, 1, 65535));
-}
 
 std::unique_ptr<Buffer> floats_buffer(Context& ctx, const std::vector<float>& v) {
     auto b = std::make_unique<Buffer>(ctx, std::max<std::size_t>(4, v.size() * 4), Buffer::Kind::Device);
@@ -140,12 +120,7 @@ Chain::Chain(const model::Model& model, const ChainOptions& o) : model_(model), 
     }
 
     ctx_ = Context::open(o.device, o.budget);
-    k_gemv_f32_ = std::make_unique<Kernel>(*ctx_, "gemv", 3, sizeof(GemvPush), std::vector<std::uint32_t>{0});
-    k_gemv_bf16_ = std::make_unique<Kernel>(*ctx_, "gemv", 3, sizeof(GemvPush), std::vector<std::uint32_t>{1});
-    k_rmsnorm_ = std::make_unique<Kernel>(*ctx_, "rmsnorm", 3, sizeof(NormPush));
-    k_ew_ = std::make_unique<Kernel>(*ctx_, "ew", 4, sizeof(EwPush));
-    k_sconv_ = std::make_unique<Kernel>(*ctx_, "sconv", 3, sizeof(ConvPush));
-    k_attn_ = std::make_unique<Kernel>(*ctx_, "relattn", 10, sizeof(AttnPush));
+    ops_ = std::make_unique<Ops>(*ctx_);
 
     // How many layers fit: the budget less lm_head, the final norm and a scratch reserve
     // (with a forced count for tests).
@@ -223,32 +198,20 @@ void Chain::forget_sessions() { mirrors_.clear(); }
 
 void Chain::gemv(Frame& f, const DeviceMatrix& m, const Buffer& x, std::uint32_t x_off, std::uint32_t rows,
                  const Buffer& y, std::uint32_t y_off, std::uint32_t y_stride) {
-    const Kernel& k = m.dtype == model::DType::BF16 ? *k_gemv_bf16_ : *k_gemv_f32_;
-    for (const auto& c : m.chunks) {
-        GemvPush p{u32(c.rows), u32(m.cols), rows, u32(m.cols), 0, x_off, u32(m.cols), y_off + u32(c.first), y_stride};
-        const Binding b[] = {{c.buffer.get()}, {&x}, {&y}};
-        f.dispatch(k, b, &p, groups_for(c.rows, 4));  // 4 rows a workgroup (32-lane subgroups)
-    }
+    for (const auto& c : m.chunks)
+        ops_->gemv(f, m.dtype == model::DType::BF16, *c.buffer, x, y,
+                   {u32(c.rows), u32(m.cols), rows, u32(m.cols), 0, x_off, u32(m.cols), y_off + u32(c.first), y_stride});
 }
 
 void Chain::rmsnorm(Frame& f, const Buffer& x, std::uint32_t x_off, std::uint32_t segments, std::uint32_t n,
                     const Buffer& w, const Buffer& out, std::uint32_t out_off, float scale) {
-    NormPush p{segments, n, x_off, n, out_off, n, scale != 0.0f ? 1u : 0u, static_cast<float>(c_.eps), scale};
-    const Binding b[] = {{&x}, {&w}, {&out}};
-    f.dispatch(*k_rmsnorm_, b, &p, groups_for(segments, 1));
-}
-
-void Chain::ew(Frame& f, std::uint32_t op, const Buffer& a, const Buffer& b, std::uint32_t n, float scale) {
-    EwPush p{op, n, u32(c_.hidden), 0, scale};
-    const Binding bind[] = {{&a}, {&b}, {&b}, {&b}};
-    f.dispatch(*k_ew_, bind, &p, groups_for(n, 256));
+    ops_->rmsnorm(f, {segments, n, x_off, n, out_off, n, scale != 0.0f ? 1u : 0u, static_cast<float>(c_.eps), scale},
+                  x, w, out);
 }
 
 void Chain::sconv(Frame& f, const Buffer& x, std::uint32_t x_off, std::uint32_t rows, std::uint32_t channels,
                   const Buffer& w, const Buffer& state) {
-    ConvPush p{rows, channels, u32(c_.conv_kernel), x_off, 0};
-    const Binding b[] = {{&x}, {&w}, {&state}};
-    f.dispatch(*k_sconv_, b, &p, groups_for(channels, 64));
+    ops_->sconv(f, {rows, channels, u32(c_.conv_kernel), x_off, 0}, x, w, state);
 }
 
 void Chain::ensure_scratch(std::int64_t R) {
@@ -369,55 +332,12 @@ Chain::Mirror& Chain::mirror(forward::SessionState* s) {
     return m;
 }
 
-void Chain::host_part(int i, const Span& sp, std::int64_t lo, const float* q, const float* r, float* out) {
-    const auto& L = sp.state->layers[i];
-    const auto& W = model_.weights.layers[i];
-    const std::int64_t H = c_.layer_heads(i), KV = L.kv_heads, hd = L.head_dim, ext = c_.layer_extent(i);
-    const std::int64_t group = H / KV;
-    const float inv_hd = 1.0f / static_cast<float>(hd);
-    // One job per (row, head) of the span, each with its own score buffer.
-    auto jobs = [&](std::int64_t begin, std::int64_t end) {
-        std::vector<float> sc(static_cast<std::size_t>(lo));
-        for (std::int64_t job = begin; job < end; ++job) {
-            const std::int64_t s = job / H, h = job % H;
-            const std::int64_t row = sp.first + s, p = sp.pos0 + s;
-            const float tau = forward::attention_tau(c_, i, p);
-            const float* qh = q + (row * H + h) * hd;
-            const float* rh = r + (row * H + h) * c_.d_rel;
-            const std::int64_t g = h / group;
-            float m = -INFINITY;
-            for (std::int64_t t = 0; t < lo; ++t) {
-                const std::int64_t dist = p - t;
-                float bias = 0.0f;
-                if (dist < ext)
-                    for (std::int64_t d = 0; d < c_.d_rel; ++d) bias += rh[d] * W.rel_bank[d * ext + dist];
-                sc[t] = forward::attention_score(cpu::dot(qh, L.k.data() + (g * L.rows + t % L.rows) * hd, hd),
-                                                 inv_hd, bias, tau);
-                m = std::max(m, sc[t]);
-            }
-            float* o = out + (row * H + h) * (hd + 2);
-            float l = 0.0f;
-            std::fill(o + 2, o + 2 + hd, 0.0f);
-            for (std::int64_t t = 0; t < lo; ++t) {
-                const float e = std::exp(sc[t] - m);
-                l += e;
-                const float* vt = L.v.data() + (g * L.rows + t % L.rows) * hd;
-                for (std::int64_t d = 0; d < hd; ++d) o[2 + d] += e * vt[d];
-            }
-            o[0] = m;
-            o[1] = l;
-        }
-    };
-    if (host_pool_ && sp.rows * H * lo >= 4096) host_pool_->parallel_for(sp.rows * H, jobs);
-    else jobs(0, sp.rows * H);
-}
-
-void Chain::begin(const std::vector<Span>& spans, std::int64_t R, const float* x) {
+void Chain::begin(std::span<const Span> spans, std::int64_t R, float* x) {
     ensure_scratch(R);
-    spans_ = spans;
+    spans_.assign(spans.begin(), spans.end());
     R_ = R;
     pending_moe_ = -1;
-    for (const Span& sp : spans) mirror(sp.state);
+    for (const Span& sp : spans_) mirror(sp.state);
     x_.write(x, static_cast<std::size_t>(R * c_.hidden) * 4);
     ++stats_.steps;
 }
@@ -425,20 +345,22 @@ void Chain::begin(const std::vector<Span>& spans, std::int64_t R, const float* x
 void Chain::join_moe(Frame& f, int i) {
     // a = routed + Σ_j w_j·shared_j (the CPU's order), then that layer's MLP conv, x += a.
     const std::int64_t D = c_.hidden;
-    const std::uint32_t n = u32(R_ * D);
-    EwPush p{kOpCombine, n, u32(D), u32(c_.shared_experts), 1.0f};
-    const Binding b[] = {{&a_}, {&routed_}, {&shared_out_}, {&shared_w_}};
-    f.dispatch(*k_ew_, b, &p, groups_for(n, 256));
+    ops_->combine(f, a_, routed_, shared_out_, shared_w_, u32(R_ * D), u32(D), u32(c_.shared_experts));
     f.barrier();
+    mlp_conv_add(f, i);
+}
+
+void Chain::mlp_conv_add(Frame& f, int i) {
+    const std::int64_t D = c_.hidden;
     for (const Span& sp : spans_)
         sconv(f, a_, u32(sp.first * D), u32(sp.rows), u32(D), *layer_[i]->mlp_conv, *mirror(sp.state).conv[i][3]);
     f.barrier();
-    ew(f, kOpAdd, x_, a_, n);
+    ops_->ew(f, EwOp::Add, x_, a_, u32(R_ * D));
     f.barrier();
 }
 
-bool Chain::layer(int i, float* h_host, float* logits_host) {
-    const auto t_host = Clock::now();
+void Chain::attention(int i) {
+    host_t0_ = Clock::now();
     const LayerBuffers& B = *layer_[i];
     const std::int64_t D = c_.hidden, R = R_;
     const std::int64_t H = c_.layer_heads(i), KV = c_.layer_kv_heads(i), hd = c_.layer_head_dim(i);
@@ -472,7 +394,8 @@ bool Chain::layer(int i, float* h_host, float* logits_host) {
     rmsnorm(f, kf_, 0, u32(R * KV), u32(hd), *B.k_norm, kf_, 0);
     f.barrier();
     // A split layer: the host attends the positions the device no longer holds, from
-    // the canonical cache, and the device's online softmax starts from its statistics.
+    // the canonical cache (the CPU's attention in its statistics mode), and the device's
+    // online softmax starts from its statistics.
     std::vector<std::int64_t> lo(spans_.size(), 0);
     bool host_share = false;
     for (std::size_t b = 0; b < spans_.size(); ++b) {
@@ -485,21 +408,21 @@ bool Chain::layer(int i, float* h_host, float* logits_host) {
         f.copy(r_, 0, r_down_, 0, static_cast<std::size_t>(R * H * c_.d_rel) * 4);
         f.run();
         ++stats_.frames;
+        const forward::AttentionView view{c_,      i,       model_.weights.layers[i].rel_bank.data(),
+                                          spans_,  static_cast<const float*>(q_down_.data()),
+                                          nullptr, nullptr, static_cast<const float*>(r_down_.data())};
         for (std::size_t b = 0; b < spans_.size(); ++b)
-            if (lo[b] > 0)
-                host_part(i, spans_[b], lo[b], static_cast<const float*>(q_down_.data()),
-                          static_cast<const float*>(r_down_.data()), static_cast<float*>(host_part_.data()));
+            if (lo[b] > 0) forward::attend_stats(view, b, lo[b], host_pool_, static_cast<float*>(host_part_.data()));
         f.begin();
     }
     for (std::size_t b = 0; b < spans_.size(); ++b) {
         const Span& sp = spans_[b];
         Mirror& m = mirror(sp.state);
-        AttnPush p{u32(sp.first), u32(sp.rows), u32(sp.pos0), u32(H), u32(KV), u32(hd), u32(c_.d_rel),
-                   u32(c_.layer_extent(i)), local ? u32(c_.window) : 0u, u32(m.rows[i]), u32(lo[b]),
-                   1.0f / static_cast<float>(hd)};
-        const Binding b9[] = {{&q_}, {&kf_}, {&vf_}, {m.k[i].get()}, {m.v[i].get()}, {&r_}, {B.bank.get()},
-                              {&ctx_rows_}, {&tau_}, {&host_part_}};
-        f.dispatch(*k_attn_, b9, &p, u32(sp.rows * H));
+        const AttnPush p{u32(sp.first), u32(sp.rows), u32(sp.pos0), u32(H), u32(KV), u32(hd), u32(c_.d_rel),
+                         u32(c_.layer_extent(i)), local ? u32(c_.window) : 0u, u32(m.rows[i]), u32(lo[b]),
+                         1.0f / static_cast<float>(hd)};
+        ops_->relattn(f, p, {&q_, &kf_, &vf_, m.k[i].get(), m.v[i].get(), &r_, B.bank.get(), &ctx_rows_, &tau_,
+                             &host_part_});
     }
     // The step's K/V rows into the mirror (rows a ring would overwrite within the block
     // skipped, as on the host) and down to the host's copy.
@@ -524,82 +447,94 @@ bool Chain::layer(int i, float* h_host, float* logits_host) {
     for (const Span& sp : spans_)
         sconv(f, a_, u32(sp.first * D), u32(sp.rows), u32(D), *B.attn_conv, *mirror(sp.state).conv[i][2]);
     f.barrier();
-    ew(f, kOpAdd, x_, a_, u32(R * D));
+    ops_->ew(f, EwOp::Add, x_, a_, u32(R * D));
     f.barrier();
     rmsnorm(f, x_, 0, u32(R), u32(D), *B.mlp_norm, h_, 0);
     f.barrier();
-    const bool sparse = c_.kinds[i].sparse;
-    if (sparse) {
-        gemv(f, *B.router, h_, 0, u32(R), logits_, 0, u32(c_.experts + c_.shared_experts));
-        f.copy(h_, 0, h_down_, 0, static_cast<std::size_t>(R * D) * 4);
-    } else {
-        const std::int64_t I = c_.dense_inter;
-        gemv(f, *B.gate, h_, 0, u32(R), g_, 0, u32(I));
-        gemv(f, *B.up, h_, 0, u32(R), u_, 0, u32(I));
-        f.barrier();
-        ew(f, kOpSwiglu, g_, u_, u32(R * I));
-        f.barrier();
-        gemv(f, *B.down, g_, 0, u32(R), a_, 0, u32(D));
-        f.barrier();
-        if (B.dense_scale != 1.0f) {
-            ew(f, kOpScale, a_, a_, u32(R * D), B.dense_scale);
-            f.barrier();
-        }
-        for (const Span& sp : spans_)
-            sconv(f, a_, u32(sp.first * D), u32(sp.rows), u32(D), *B.mlp_conv, *mirror(sp.state).conv[i][3]);
-        f.barrier();
-        ew(f, kOpAdd, x_, a_, u32(R * D));
-    }
-    stats_.host_s += since(t_host);
+}
+
+void Chain::run_a1() {
+    stats_.host_s += since(host_t0_);
     const auto t_dev = Clock::now();
-    f.run();
+    f1_->run();
     ++stats_.frames;
     stats_.device_wait_s += since(t_dev);
-    if (!sparse) return false;
-    std::memcpy(h_host, h_down_.data(), static_cast<std::size_t>(R * D) * 4);
-    std::memcpy(logits_host, logits_.data(), static_cast<std::size_t>(R * (c_.experts + c_.shared_experts)) * 4);
-    return true;
 }
 
-void Chain::start_shared(int i) {
+void Chain::router(int i, float* h_host, float* logits_host) {
+    const std::int64_t D = c_.hidden, R = R_, E = c_.experts + c_.shared_experts;
+    Frame& f = *f1_;
+    gemv(f, *layer_[i]->router, h_, 0, u32(R), logits_, 0, u32(E));
+    f.copy(h_, 0, h_down_, 0, static_cast<std::size_t>(R * D) * 4);
+    run_a1();
+    std::memcpy(h_host, h_down_.data(), static_cast<std::size_t>(R * D) * 4);
+    std::memcpy(logits_host, logits_.data(), static_cast<std::size_t>(R * E) * 4);
+}
+
+void Chain::dense_mlp(int i) {
     const LayerBuffers& B = *layer_[i];
-    const std::int64_t D = c_.hidden, R = R_, NS = c_.shared_experts;
-    if (NS == 0) return;
-    Frame& f = *f2_;
-    f.begin();
-    const std::int64_t I = c_.moe_inter;
-    for (std::int64_t j = 0; j < NS; ++j) {
-        // Each shared expert's gate/up/SwiGLU/down into its slice of shared_out.
-        gemv(f, *B.sg[j], h_, 0, u32(R), g_, 0, u32(I));
-        gemv(f, *B.su[j], h_, 0, u32(R), u_, 0, u32(I));
-        f.barrier();
-        ew(f, kOpSwiglu, g_, u_, u32(R * I));
-        f.barrier();
-        gemv(f, *B.sd[j], g_, 0, u32(R), shared_out_, u32(j * R * D), u32(D));
+    const std::int64_t D = c_.hidden, R = R_, I = c_.dense_inter;
+    Frame& f = *f1_;
+    gemv(f, *B.gate, h_, 0, u32(R), g_, 0, u32(I));
+    gemv(f, *B.up, h_, 0, u32(R), u_, 0, u32(I));
+    f.barrier();
+    ops_->ew(f, EwOp::Swiglu, g_, u_, u32(R * I));
+    f.barrier();
+    gemv(f, *B.down, g_, 0, u32(R), a_, 0, u32(D));
+    f.barrier();
+    if (B.dense_scale != 1.0f) {
+        ops_->ew(f, EwOp::Scale, a_, a_, u32(R * D), B.dense_scale);
         f.barrier();
     }
-    f.submit();
-    ++stats_.frames;
+    mlp_conv_add(f, i);
+    run_a1();
 }
 
-void Chain::join_routed(int i, const float* routed, const float* shared_w) {
-    // A2 doesn't read these: the host writes them while it runs.
+void Chain::moe(int i, const forward::Routing& routing, const float* h, forward::HostExperts& host) {
+    const LayerBuffers& B = *layer_[i];
     const std::int64_t D = c_.hidden, R = R_, NS = c_.shared_experts;
-    routed_.write(routed, static_cast<std::size_t>(R * D) * 4);
-    if (NS > 0) shared_w_.write(shared_w, static_cast<std::size_t>(R * NS) * 4);
+    if (NS > 0) {
+        // Frame A2: each shared expert's gate/up/SwiGLU/down into its slice of shared_out,
+        // submitted and not waited for, so it runs while the host computes the routed ones.
+        Frame& f = *f2_;
+        f.begin();
+        const std::int64_t I = c_.moe_inter;
+        for (std::int64_t j = 0; j < NS; ++j) {
+            gemv(f, *B.sg[j], h_, 0, u32(R), g_, 0, u32(I));
+            gemv(f, *B.su[j], h_, 0, u32(R), u_, 0, u32(I));
+            f.barrier();
+            ops_->ew(f, EwOp::Swiglu, g_, u_, u32(R * I));
+            f.barrier();
+            gemv(f, *B.sd[j], g_, 0, u32(R), shared_out_, u32(j * R * D), u32(D));
+            f.barrier();
+        }
+        f.submit();
+        ++stats_.frames;
+    }
+    // The routed sum and the combine weights (A2 reads neither: the host writes them
+    // while it runs); they join the residual at the start of the next frame.
+    routed_host_.resize(static_cast<std::size_t>(R * D));
+    host.run(i, routing, R, h, routed_host_.data(), false);
+    routed_.write(routed_host_.data(), routed_host_.size() * 4);
+    if (NS > 0) shared_w_.write(routing.shared_w.data(), static_cast<std::size_t>(R * NS) * 4);
     pending_moe_ = i;
 }
+
+void Chain::head(const std::vector<std::int64_t>& out_rows, float* logits) { finish(out_rows, logits, nullptr); }
+
+void Chain::hand_off(float* x) { finish({}, nullptr, x); }
 
 void Chain::finish(const std::vector<std::int64_t>& out_rows, float* logits, float* x) {
     const std::int64_t D = c_.hidden, R = R_;
     const std::int64_t n_out = static_cast<std::int64_t>(out_rows.size());
-    const std::size_t out_bytes = static_cast<std::size_t>(full() ? n_out * c_.unpadded_vocab : R * D) * 4;
+    const bool with_head = logits != nullptr;
+    const std::size_t out_bytes = static_cast<std::size_t>(with_head ? n_out * c_.unpadded_vocab : R * D) * 4;
     if (out_.size() < out_bytes) out_ = Buffer(*ctx_, out_bytes, Buffer::Kind::Host);
     Frame& f = *f1_;
     f.begin();
     f.barrier();
     if (pending_moe_ >= 0) join_moe(f, pending_moe_), pending_moe_ = -1;
-    if (full()) {
+    if (with_head) {
         for (std::int64_t s = 0; s < n_out; ++s)
             rmsnorm(f, x_, u32(out_rows[s] * D), 1, u32(D), *final_norm_, h_, u32(s * D),
                     static_cast<float>(1.0 / c_.mup));
@@ -630,7 +565,7 @@ void Chain::finish(const std::vector<std::int64_t>& out_rows, float* logits, flo
         }
         sp.state->device_token = m.token;
     }
-    if (full()) std::memcpy(logits, out_.data(), static_cast<std::size_t>(n_out * c_.unpadded_vocab) * 4);
+    if (with_head) std::memcpy(logits, out_.data(), static_cast<std::size_t>(n_out * c_.unpadded_vocab) * 4);
     else std::memcpy(x, out_.data(), static_cast<std::size_t>(R * D) * 4);
 }
 

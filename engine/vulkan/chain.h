@@ -1,6 +1,9 @@
 // The dense chain: the dense part of each layer as compute shaders on the Vulkan device,
 // the routed experts on the host (shared/seeds/000's design; docs/vulkan.md).
 //
+// The chain is a forward::Backend (engine/forward/backend.h): the forward's one layer
+// sequence drives it block by block, and it fuses the blocks into device frames.
+//
 // Per layer, frame A1 runs on the device: the MoE output of the layer before joins the
 // residual (the host's routed sum plus each shared expert × its combine weight, then that
 // layer's MLP short conv and the add), the input RMSNorm, q/k/v/r, the K and V short
@@ -19,6 +22,7 @@
 // and the next chain step uploads the whole state first.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -26,12 +30,14 @@
 #include <vector>
 
 #include "engine/cpu/thread_pool.h"
+#include "engine/forward/backend.h"
 #include "engine/forward/session_state.h"
 #include "engine/model/weights.h"
 #include "engine/vulkan/buffer.h"
 #include "engine/vulkan/context.h"
 #include "engine/vulkan/frame.h"
 #include "engine/vulkan/kernel.h"
+#include "engine/vulkan/ops.h"
 
 namespace inkling::vulkan {
 
@@ -55,12 +61,13 @@ struct ChainStats {
     double device_wait_s = 0, host_s = 0;
 };
 
-class Chain {
+class Chain final : public forward::Backend {
 public:
+    using Span = forward::Span;
     // Opens the device and uploads the dense weights of the layers it takes. Throws
     // Unavailable (no device) or Declined.
     Chain(const model::Model& model, const ChainOptions& options);
-    ~Chain();
+    ~Chain() override;
 
     const DeviceInfo& device() const { return ctx_->info(); }
     int layers() const { return n_layers_; }     // layers 0..layers()-1 run here
@@ -69,26 +76,22 @@ public:
     std::uint64_t memory_budget() const { return ctx_->budget(); }
     const ChainStats& stats() const { return stats_; }
 
-    struct Span {
-        forward::SessionState* state;
-        std::int64_t first, rows, pos0;
-    };
-    // A step over R rows of `spans`, x [R][D] embedded on the host.
-    void begin(const std::vector<Span>& spans, std::int64_t R, const float* x);
-    // Frame A1 of layer i. On a MoE layer fills h [R][D] (the normed rows) and logits
-    // [R][E+NS] (router) and returns true; a dense layer returns false.
-    bool layer(int i, float* h, float* logits);
-    // Frame A2 of MoE layer i: the shared experts over the normed rows, submitted and not
-    // waited for, so they run while the host computes the routed experts.
-    void start_shared(int i);
-    // The host's routed sum [R][D] and the shared experts' combine weights [R][NS]: they
-    // join the residual at the start of the next frame.
-    void join_routed(int i, const float* routed, const float* shared_w);
-    // Ends the step: finishes the last layer's MLP; then, with a full chain, the final
-    // norm ÷ mup and lm_head of `out_rows` into logits [out][unpadded_vocab]; with a
-    // partial one, the residual rows into x [R][D] for the CPU to carry on. Copies the K/V
-    // rows and conv states back to the host states and marks their mirrors current.
-    void finish(const std::vector<std::int64_t>& out_rows, float* logits, float* x);
+    // The backend's blocks (forward/backend.h). begin uploads x [R][D] (embedded on the
+    // host). attention() opens layer i's frame A1 (the previous MoE layer's output joins
+    // the residual first); router() and dense_mlp() finish and run it. moe() submits frame
+    // A2 (the shared experts, not waited for) and computes the routed experts on the host
+    // meanwhile; they join at the start of the next frame. head()/hand_off() end the step:
+    // the last layer's MLP join, then the final norm ÷ mup and lm_head of `out_rows` (a
+    // full chain) or the residual rows into x (a partial one), and the K/V rows and conv
+    // states copied back to the host states, their mirrors marked current.
+    void begin(std::span<const Span> spans, std::int64_t R, float* x) override;
+    void attention(int layer) override;
+    void dense_mlp(int layer) override;
+    void router(int layer, float* h, float* logits) override;
+    void moe(int layer, const forward::Routing& routing, const float* h, forward::HostExperts& host) override;
+    bool has_head() const override { return full(); }
+    void head(const std::vector<std::int64_t>& out_rows, float* logits) override;
+    void hand_off(float* x) override;
 
     // Drops every mirror (after a device loss the chain is not used again).
     void forget_sessions();
@@ -103,22 +106,24 @@ private:
               const Buffer& y, std::uint32_t y_off, std::uint32_t y_stride);
     void rmsnorm(Frame& f, const Buffer& x, std::uint32_t x_off, std::uint32_t segments, std::uint32_t n,
                  const Buffer& w, const Buffer& out, std::uint32_t out_off, float scale = 0.0f);
-    void ew(Frame& f, std::uint32_t op, const Buffer& a, const Buffer& b, std::uint32_t n, float scale = 1.0f);
     void sconv(Frame& f, const Buffer& x, std::uint32_t x_off, std::uint32_t rows, std::uint32_t channels,
                const Buffer& w, const Buffer& state);
+    // The rest of frame A1 after the MLP's output a_: its conv per span, x += a, barrier.
+    void mlp_conv_add(Frame& f, int i);
+    // Runs frame A1, counting the host's recording time and the device's.
+    void run_a1();
+    void finish(const std::vector<std::int64_t>& out_rows, float* logits, float* x);
     void join_moe(Frame& f, int i);  // the previous MoE layer's output into the residual
     Mirror& mirror(forward::SessionState* s);
     std::unique_ptr<Mirror> make_mirror(const forward::SessionState& s, std::int64_t kv_window);
     void upload(Mirror& m, const forward::SessionState& s);
-    // The host's share of split layer i for one span: softmax statistics over [0, lo).
-    void host_part(int i, const Span& sp, std::int64_t lo, const float* q, const float* r, float* out);
     void ensure_scratch(std::int64_t R);
 
     const model::Model& model_;
     const model::Config& c_;
     ChainOptions options_;
     std::unique_ptr<Context> ctx_;
-    std::unique_ptr<Kernel> k_gemv_f32_, k_gemv_bf16_, k_rmsnorm_, k_ew_, k_sconv_, k_attn_;
+    std::unique_ptr<Ops> ops_;
     std::vector<std::unique_ptr<LayerBuffers>> layer_;
     std::unique_ptr<DeviceMatrix> lm_head_;
     std::unique_ptr<Buffer> final_norm_;
@@ -131,10 +136,12 @@ private:
     std::int64_t kv_stride_ = 0;  // floats a layer takes in kv_down_ (K rows, then V rows)
     Buffer x_, h_, a_, q_, kf_, vf_, r_, ctx_rows_, tau_, g_, u_, shared_out_;
     Buffer routed_, shared_w_, logits_, h_down_, kv_down_, out_, q_down_, r_down_, host_part_;
+    std::vector<float> routed_host_;  // the host's routed sum of the pending MoE layer
     std::unique_ptr<Frame> f1_, f2_;
     std::vector<Span> spans_;
     std::int64_t R_ = 0;
     int pending_moe_ = -1;  // a MoE layer whose output hasn't joined the residual
+    std::chrono::steady_clock::time_point host_t0_;  // when this layer's recording began
     ChainStats stats_;
     cpu::ThreadPool* host_pool_ = nullptr;
 };

@@ -1,0 +1,126 @@
+#include "engine/forward/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "engine/cpu/kernels.h"
+#include "engine/forward/attention_math.h"
+
+namespace inkling::forward {
+namespace {
+
+// Buffers one thread reuses from head to head.
+struct HeadScratch {
+    std::vector<float> scores, bias;
+};
+
+// One query (row, head) at position p over positions t0 … t0+n−1 (all ≤ p). Without
+// `stats` out[hd] is the normalised output; with it the softmax is left open: out gets
+// Σ e_t·v_t, stats[0] the max score and stats[1] Σ e_t.
+template <class Key, class Value>
+void attend_head(const model::Config& c, int layer, const float* bank, const float* q, const float* r,
+                 std::int64_t p, std::int64_t t0, std::int64_t n, Key key, Value value, HeadScratch& s, float* out,
+                 float* stats) {
+    const std::int64_t hd = c.layer_head_dim(layer), ext = c.layer_extent(layer), d_rel = c.d_rel;
+    const float inv_hd = 1.0f / static_cast<float>(hd);
+    const float tau = attention_tau(c, layer, p);
+    // This head's bias for each backward distance it sees, from the nearest (dmin) on,
+    // zero past the bank.
+    const std::int64_t dmin = p - (t0 + n - 1);
+    const std::int64_t nb = std::clamp<std::int64_t>(std::min(ext, p - t0 + 1) - dmin, 0, n);
+    s.bias.assign(static_cast<std::size_t>(nb), 0.0f);
+    for (std::int64_t d = 0; d < d_rel; ++d) {
+        const float* bd = bank + d * ext + dmin;
+        for (std::int64_t e = 0; e < nb; ++e) s.bias[e] += r[d] * bd[e];
+    }
+    s.scores.resize(static_cast<std::size_t>(n));
+    float mx = -std::numeric_limits<float>::infinity();
+    for (std::int64_t i = 0; i < n; ++i) {
+        const std::int64_t t = t0 + i, dist = p - t;
+        const float bias = dist < ext ? s.bias[dist - dmin] : 0.0f;
+        const float sc = attention_score(cpu::dot(q, key(t), hd), inv_hd, bias, tau);
+        s.scores[i] = sc;
+        mx = std::max(mx, sc);
+    }
+    float total = 0.0f;
+    for (auto& sc : s.scores) total += (sc = std::exp(sc - mx));
+    std::fill(out, out + hd, 0.0f);
+    for (std::int64_t i = 0; i < n; ++i) {
+        const float w = stats ? s.scores[i] : s.scores[i] / total;
+        const float* vt = value(t0 + i);
+        for (std::int64_t d = 0; d < hd; ++d) out[d] += w * vt[d];
+    }
+    if (stats) stats[0] = mx, stats[1] = total;
+}
+
+// Position t of a session's cache for KV head g: [kv_heads][rows][hd], t at row t % rows.
+const float* cached(const std::vector<float>& m, const LayerState& st, std::int64_t g, std::int64_t t) {
+    return m.data() + (g * st.rows + t % st.rows) * st.head_dim;
+}
+
+// Runs job(begin, end) over `jobs` (row, head) pairs, on the pool when `work` (scores to
+// compute) is worth the hand-off.
+template <class Job>
+void run_jobs(cpu::ThreadPool* pool, std::int64_t jobs, std::int64_t work, Job job) {
+    if (pool && work >= 4096) pool->parallel_for(jobs, job);
+    else job(0, jobs);
+}
+
+}  // namespace
+
+void attend(const AttentionView& a, std::int64_t R, cpu::ThreadPool* pool, float* out) {
+    const model::Config& c = a.config;
+    const int layer = a.layer;
+    const bool local = c.kinds[layer].local;
+    const std::int64_t H = c.layer_heads(layer), KV = c.layer_kv_heads(layer), hd = c.layer_head_dim(layer);
+    const std::int64_t group = H / KV;
+    std::vector<std::int32_t> span_of(static_cast<std::size_t>(R));
+    std::int64_t work = 0;
+    for (std::size_t b = 0; b < a.spans.size(); ++b) {
+        const Span& sp = a.spans[b];
+        for (std::int64_t s = 0; s < sp.rows; ++s) span_of[sp.first + s] = static_cast<std::int32_t>(b);
+        work += sp.rows * H * (sp.pos0 + sp.rows);
+    }
+    run_jobs(pool, R * H, work, [&](std::int64_t begin, std::int64_t end) {
+        HeadScratch s;
+        for (std::int64_t job = begin; job < end; ++job) {
+            const std::int64_t row = job / H, hh = job % H, g = hh / group;
+            const Span& sp = a.spans[span_of[row]];
+            const LayerState& st = sp.state->layers[layer];
+            const std::int64_t p = sp.pos0 + (row - sp.first);
+            // Keys of this block come from the fresh rows, older ones from the cache.
+            auto key = [&](std::int64_t t) {
+                return t >= sp.pos0 ? a.k + ((sp.first + t - sp.pos0) * KV + g) * hd : cached(st.k, st, g, t);
+            };
+            auto value = [&](std::int64_t t) {
+                return t >= sp.pos0 ? a.v + ((sp.first + t - sp.pos0) * KV + g) * hd : cached(st.v, st, g, t);
+            };
+            const std::int64_t t0 = local ? std::max<std::int64_t>(0, p - c.window + 1) : 0;
+            attend_head(c, layer, a.bank, a.q + (row * H + hh) * hd, a.r + (row * H + hh) * c.d_rel, p, t0, p - t0 + 1,
+                        key, value, s, out + (row * H + hh) * hd, nullptr);
+        }
+    });
+}
+
+void attend_stats(const AttentionView& a, std::size_t span, std::int64_t lo, cpu::ThreadPool* pool, float* out) {
+    const model::Config& c = a.config;
+    const int layer = a.layer;
+    const Span& sp = a.spans[span];
+    const LayerState& st = sp.state->layers[layer];
+    const std::int64_t H = c.layer_heads(layer), KV = c.layer_kv_heads(layer), hd = c.layer_head_dim(layer);
+    const std::int64_t group = H / KV;
+    run_jobs(pool, sp.rows * H, sp.rows * H * lo, [&](std::int64_t begin, std::int64_t end) {
+        HeadScratch s;
+        for (std::int64_t job = begin; job < end; ++job) {
+            const std::int64_t row = sp.first + job / H, hh = job % H, g = hh / group;
+            auto key = [&](std::int64_t t) { return cached(st.k, st, g, t); };
+            auto value = [&](std::int64_t t) { return cached(st.v, st, g, t); };
+            float* o = out + (row * H + hh) * (hd + 2);
+            attend_head(c, layer, a.bank, a.q + (row * H + hh) * hd, a.r + (row * H + hh) * c.d_rel,
+                        sp.pos0 + (row - sp.first), 0, lo, key, value, s, o + 2, o);
+        }
+    });
+}
+
+}  // namespace inkling::forward

@@ -1,0 +1,143 @@
+#include "engine/forward/cpu_backend.h"
+
+#include <algorithm>
+
+#include "engine/cpu/kernels.h"
+#include "engine/forward/attention.h"
+#include "engine/forward/forward.h"
+#include "engine/forward/host_experts.h"
+
+namespace inkling::forward {
+
+using cpu::rmsnorm;
+
+CpuBackend::CpuBackend(const model::Model& model, Meter& meter)
+    : c_(model.config), w_(model.weights), meter_(meter) {}
+
+void CpuBackend::begin(std::span<const Span> spans, std::int64_t rows, float* x) {
+    spans_.assign(spans.begin(), spans.end());
+    rows_ = rows;
+    x_ = x;
+    h_.resize(static_cast<std::size_t>(rows * c_.hidden));
+    a_.resize(h_.size());
+}
+
+void CpuBackend::conv_add(int layer, int which, const std::vector<float>& conv_w) {
+    const std::int64_t D = c_.hidden;
+    for (const Span& sp : spans_)
+        short_conv(a_.data() + sp.first * D, sp.rows, D, conv_w.data(), c_.conv_kernel,
+                   sp.state->layers[layer].conv[which].data());
+    for (std::int64_t j = 0; j < rows_ * D; ++j) x_[j] += a_[j];
+}
+
+void CpuBackend::attention(int layer) {
+    const model::LayerWeights& L = w_.layers[layer];
+    const std::int64_t R = rows_, D = c_.hidden;
+    const std::int64_t H = c_.layer_heads(layer), KV = c_.layer_kv_heads(layer), hd = c_.layer_head_dim(layer);
+    const std::int64_t kvd = KV * hd;
+    auto& times = meter_.times();
+    auto t = Meter::Clock::now();
+    for (std::int64_t s = 0; s < R; ++s) rmsnorm(x_ + s * D, L.attn_norm.data(), c_.eps, D, h_.data() + s * D);
+    Meter::lap(t, times.convs_norms);
+
+    std::vector<float> q(static_cast<std::size_t>(R * H * hd)), k(static_cast<std::size_t>(R * kvd)),
+        v(static_cast<std::size_t>(R * kvd)), r(static_cast<std::size_t>(R * H * c_.d_rel));
+    const float* h = h_.data();
+    meter_.mm_group({{h, R, &L.wq, q.data()}, {h, R, &L.wk, k.data()}, {h, R, &L.wv, v.data()}, {h, R, &L.wr, r.data()}});
+    // K and V short convs act on the raw projections, before the head norms; each
+    // session's rows continue that session's conv history.
+    for (const Span& sp : spans_) {
+        LayerState& st = sp.state->layers[layer];
+        short_conv(k.data() + sp.first * kvd, sp.rows, kvd, L.k_conv.data(), c_.conv_kernel, st.conv[0].data());
+        short_conv(v.data() + sp.first * kvd, sp.rows, kvd, L.v_conv.data(), c_.conv_kernel, st.conv[1].data());
+    }
+    for (std::int64_t s = 0; s < R; ++s) {
+        for (std::int64_t hh = 0; hh < H; ++hh) {
+            float* qh = q.data() + (s * H + hh) * hd;
+            rmsnorm(qh, L.q_norm.data(), c_.eps, hd, qh);
+        }
+        for (std::int64_t g = 0; g < KV; ++g) {
+            float* kh = k.data() + (s * KV + g) * hd;
+            rmsnorm(kh, L.k_norm.data(), c_.eps, hd, kh);
+        }
+    }
+    std::vector<float> ctx(static_cast<std::size_t>(R * H * hd));
+    const AttentionView view{c_, layer, L.rel_bank.data(), spans_, q.data(), k.data(), v.data(), r.data()};
+    attend(view, R, &meter_.pool(), ctx.data());
+
+    // Each block's K/V rows join its cache after scoring; rows a ring would overwrite
+    // within the same block are skipped.
+    for (const Span& sp : spans_) {
+        LayerState& st = sp.state->layers[layer];
+        for (std::int64_t s = std::max<std::int64_t>(0, sp.rows - st.rows); s < sp.rows; ++s) {
+            const std::int64_t row = (sp.pos0 + s) % st.rows, src = sp.first + s;
+            for (std::int64_t g = 0; g < KV; ++g) {
+                std::copy_n(k.data() + (src * KV + g) * hd, hd, st.k.data() + (g * st.rows + row) * hd);
+                std::copy_n(v.data() + (src * KV + g) * hd, hd, st.v.data() + (g * st.rows + row) * hd);
+            }
+        }
+    }
+    meter_.mm(ctx.data(), R, L.wo, a_.data());
+    Meter::lap(t, times.attention);
+    conv_add(layer, 2, L.attn_conv);
+    Meter::lap(t, times.convs_norms);
+}
+
+void CpuBackend::ffn(const model::Ffn& f, std::int64_t rows, const float* x, float* out) {
+    const std::int64_t I = f.gate.rows;
+    std::vector<float> gate(static_cast<std::size_t>(rows * I)), up(static_cast<std::size_t>(rows * I));
+    meter_.mm_group({{x, rows, &f.gate, gate.data()}, {x, rows, &f.up, up.data()}});
+    for (std::size_t i = 0; i < gate.size(); ++i) gate[i] = cpu::silu(gate[i]) * up[i];
+    meter_.mm(gate.data(), rows, f.down, out);
+}
+
+void CpuBackend::dense_mlp(int layer) {
+    const model::LayerWeights& L = w_.layers[layer];
+    const std::int64_t R = rows_, D = c_.hidden;
+    auto& times = meter_.times();
+    auto t = Meter::Clock::now();
+    for (std::int64_t s = 0; s < R; ++s) rmsnorm(x_ + s * D, L.mlp_norm.data(), c_.eps, D, h_.data() + s * D);
+    Meter::lap(t, times.convs_norms);
+    ffn(L.dense, R, h_.data(), a_.data());
+    if (L.dense_scale != 1.0f)
+        for (std::int64_t i = 0; i < R * D; ++i) a_[i] *= L.dense_scale;
+    Meter::lap(t, times.dense);
+    conv_add(layer, 3, L.mlp_conv);
+    Meter::lap(t, times.convs_norms);
+}
+
+void CpuBackend::router(int layer, float* h, float* logits) {
+    const model::LayerWeights& L = w_.layers[layer];
+    const std::int64_t R = rows_, D = c_.hidden;
+    auto& times = meter_.times();
+    auto t = Meter::Clock::now();
+    for (std::int64_t s = 0; s < R; ++s) rmsnorm(x_ + s * D, L.mlp_norm.data(), c_.eps, D, h + s * D);
+    Meter::lap(t, times.convs_norms);
+    meter_.mm(h, R, L.router, logits);
+    Meter::lap(t, times.router);
+}
+
+void CpuBackend::moe(int layer, const Routing& routing, const float* h, HostExperts& host) {
+    host.run(layer, routing, rows_, h, a_.data(), true);
+    auto t = Meter::Clock::now();
+    conv_add(layer, 3, w_.layers[layer].mlp_conv);
+    Meter::lap(t, meter_.times().convs_norms);
+}
+
+void CpuBackend::head(const std::vector<std::int64_t>& out_rows, float* logits) {
+    // The final norm, ÷ mup and lm_head of those rows at once.
+    const std::int64_t D = c_.hidden, n = static_cast<std::int64_t>(out_rows.size());
+    auto t = Meter::Clock::now();
+    std::vector<float> y(static_cast<std::size_t>(n * D));
+    const float inv_mup = static_cast<float>(1.0 / c_.mup);
+    for (std::int64_t s = 0; s < n; ++s) {
+        float* ys = y.data() + s * D;
+        rmsnorm(x_ + out_rows[s] * D, w_.final_norm.data(), c_.eps, D, ys);
+        for (std::int64_t d = 0; d < D; ++d) ys[d] *= inv_mup;
+    }
+    std::fill(logits, logits + n * c_.unpadded_vocab, 0.0f);
+    meter_.mm(y.data(), n, w_.lm_head, logits);
+    Meter::lap(t, meter_.times().head);
+}
+
+}  // namespace inkling::forward

@@ -1,0 +1,196 @@
+#include "engine/forward/host_experts.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace inkling::forward {
+namespace {
+
+// The top `k` experts of one row by sigmoid + correction bias (ties to the lowest id).
+void select_experts(const float* lg, const std::vector<float>& bias, std::int64_t E, std::int64_t K,
+                    std::vector<float>& choice, std::vector<char>& taken, std::vector<std::int64_t>& chosen) {
+    for (std::int64_t e = 0; e < E; ++e) choice[e] = cpu::sigmoid(lg[e]) + bias[e];
+    std::fill(taken.begin(), taken.end(), 0);
+    chosen.clear();
+    for (std::int64_t kk = 0; kk < K; ++kk) {
+        std::int64_t best = -1;
+        for (std::int64_t e = 0; e < E; ++e)
+            if (!taken[e] && (best < 0 || choice[e] > choice[best])) best = e;
+        taken[best] = 1;
+        chosen.push_back(best);
+    }
+}
+
+}  // namespace
+
+HostExperts::HostExperts(const model::Model& model, Meter& meter, std::shared_ptr<experts::ExpertCache> cache)
+    : c_(model.config), w_(model.weights), meter_(meter), cache_(std::move(cache)) {
+    for (int i = 0; i < c_.layers; ++i)
+        uses_.emplace_back(c_.kinds[i].sparse ? static_cast<std::size_t>(c_.experts) : 0, 0);
+    if (model.experts && !cache_) {
+        experts::CacheOptions o;
+        o.cap = experts::default_cap(*model.experts, w_.matrix_bytes);
+        cache_ = std::make_shared<experts::ExpertCache>(model.experts, o);
+    }
+    if (cache_ && !model.experts) throw std::logic_error("an expert cache for a model without experts.inkx");
+}
+
+Routing HostExperts::route(int layer, std::int64_t S, const float* logits, const float* h) {
+    const model::LayerWeights& L = w_.layers[layer];
+    const std::int64_t E = c_.experts, NS = c_.shared_experts, K = c_.top_k;
+    auto t = Meter::Clock::now();
+    // Selection by sigmoid + correction bias (ties to the lowest id); combine weights are
+    // plain sigmoids normalised together with the shared experts' own.
+    Routing r;
+    r.by_expert.resize(static_cast<std::size_t>(E));
+    r.shared_w.resize(static_cast<std::size_t>(S * NS));
+    std::vector<float> choice(static_cast<std::size_t>(E));
+    std::vector<char> taken(static_cast<std::size_t>(E));
+    std::vector<std::int64_t> chosen;
+    for (std::int64_t s = 0; s < S; ++s) {
+        const float* lg = logits + s * (E + NS);
+        select_experts(lg, L.router_bias, E, K, choice, taken, chosen);
+        float z = 0.0f;
+        for (auto e : chosen) z += cpu::sigmoid(lg[e]);
+        for (std::int64_t j = 0; j < NS; ++j) z += cpu::sigmoid(lg[E + j]);
+        const float scale = static_cast<float>(c_.route_scale) * L.router_scale / z;
+        for (auto e : chosen) r.by_expert[e].emplace_back(s, cpu::sigmoid(lg[e]) * scale);
+        for (std::int64_t j = 0; j < NS; ++j) r.shared_w[s * NS + j] = cpu::sigmoid(lg[E + j]) * scale;
+    }
+    for (std::int64_t e = 0; e < E; ++e) {
+        const auto n = r.by_expert[e].size();
+        uses_[layer][e] += n;
+        if (n == 0) continue;
+        r.used.push_back(static_cast<int>(e));
+        if (cache_) cache_->record_use(layer, static_cast<int>(e), n);
+    }
+    if (cache_) prefetch_after(layer, S, h);
+    Meter::lap(t, meter_.times().router);
+    return r;
+}
+
+void HostExperts::run(int layer, const Routing& routing, std::int64_t S, const float* h, float* out, bool shared) {
+    const model::LayerWeights& L = w_.layers[layer];
+    const std::int64_t D = c_.hidden, NS = c_.shared_experts;
+    auto& times = meter_.times();
+    auto t = Meter::Clock::now();
+    // Routed contributions in increasing expert id (each row's sum has the same order
+    // however rows are batched, and however many rounds the cache needs); the shared
+    // experts summed on their own, then added.
+    std::fill(out, out + S * D, 0.0f);
+    std::vector<std::vector<float>> shared_y;
+    auto* host_shared = shared ? &shared_y : nullptr;
+    const std::vector<int>& used = routing.used;
+    if (!cache_) {
+        std::vector<const model::Ffn*> f;
+        for (int e : used) f.push_back(&L.experts[e]);
+        round(layer, used, f, routing, S, h, out, host_shared);
+    } else {
+        // Rounds of at most `cap` experts: acquire (reading the misses), compute, release.
+        for (std::size_t at = 0; at < used.size();) {
+            const std::span<const int> rest = std::span(used).subspan(at);
+            const std::size_t n = cache_->round_size(layer, rest);
+            Meter::lap(t, times.experts);
+            auto lease = cache_->acquire(layer, rest.first(n));
+            Meter::lap(t, times.expert_io);
+            std::vector<const model::Ffn*> f;
+            for (const auto& ffn : lease.ffn()) f.push_back(&ffn);
+            round(layer, rest.first(n), f, routing, S, h, out, at == 0 ? host_shared : nullptr);
+            at += n;
+        }
+        // No routed expert used (never with top-k ≥ 1, but the shared ones still count).
+        if (used.empty() && host_shared) round(layer, {}, {}, routing, S, h, out, host_shared);
+    }
+    if (shared && NS > 0) {
+        std::vector<float> shared_sum(static_cast<std::size_t>(S * D), 0.0f);
+        for (std::int64_t j = 0; j < NS; ++j) {
+            const std::vector<float>& y = shared_y[j];
+            for (std::int64_t s = 0; s < S; ++s)
+                for (std::int64_t d = 0; d < D; ++d)
+                    shared_sum[s * D + d] += routing.shared_w[s * NS + j] * y[s * D + d];
+        }
+        for (std::int64_t i = 0; i < S * D; ++i) out[i] += shared_sum[i];
+    }
+    Meter::lap(t, times.experts);
+}
+
+void HostExperts::round(int layer, std::span<const int> ids, const std::vector<const model::Ffn*>& f,
+                        const Routing& routing, std::int64_t S, const float* h, float* out,
+                        std::vector<std::vector<float>>* shared_y) {
+    const model::LayerWeights& L = w_.layers[layer];
+    const std::int64_t D = c_.hidden, NS = c_.shared_experts;
+    // Every expert of the round — the routed ones over the rows routed to them, the
+    // shared ones over all rows — in two grouped passes (gate+up, then down), so each
+    // expert's weights are read once and the threads are handed work twice.
+    struct Run {
+        const model::Ffn* f;
+        std::int64_t rows;
+        const float* x;
+        std::vector<float> xs, gate, up, y;
+    };
+    std::vector<Run> runs;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        const auto& rows = routing.by_expert[ids[i]];
+        Run r{f[i], static_cast<std::int64_t>(rows.size()), nullptr, {}, {}, {}, {}};
+        r.xs.resize(static_cast<std::size_t>(r.rows * D));
+        for (std::int64_t n = 0; n < r.rows; ++n) std::copy_n(h + rows[n].first * D, D, r.xs.data() + n * D);
+        r.x = r.xs.data();
+        runs.push_back(std::move(r));
+    }
+    if (shared_y)
+        for (std::int64_t j = 0; j < NS; ++j) runs.push_back({&L.shared[j], S, h, {}, {}, {}, {}});
+    std::vector<cpu::MatJob> jobs;
+    for (auto& r : runs) {
+        const std::int64_t I = r.f->gate.rows;
+        r.gate.resize(static_cast<std::size_t>(r.rows * I));
+        r.up.resize(r.gate.size());
+        jobs.push_back({r.x, r.rows, &r.f->gate, r.gate.data()});
+        jobs.push_back({r.x, r.rows, &r.f->up, r.up.data()});
+    }
+    meter_.mm_group(jobs);
+    jobs.clear();
+    for (auto& r : runs) {
+        for (std::size_t i = 0; i < r.gate.size(); ++i) r.gate[i] = cpu::silu(r.gate[i]) * r.up[i];
+        r.y.resize(static_cast<std::size_t>(r.rows * D));
+        jobs.push_back({r.gate.data(), r.rows, &r.f->down, r.y.data()});
+    }
+    meter_.mm_group(jobs);
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        const auto& rows = routing.by_expert[ids[i]];
+        const Run& r = runs[i];
+        for (std::int64_t n = 0; n < r.rows; ++n) {
+            float* o = out + rows[n].first * D;
+            const float wgt = rows[n].second;
+            for (std::int64_t d = 0; d < D; ++d) o[d] += wgt * r.y[n * D + d];
+        }
+    }
+    if (shared_y)
+        for (std::size_t i = ids.size(); i < runs.size(); ++i) shared_y->push_back(std::move(runs[i].y));
+}
+
+void HostExperts::prefetch_after(int layer, std::int64_t S, const float* h) {
+    if (!cache_->prefetch_enabled()) return;
+    int next = layer + 1;
+    while (next < c_.layers && !c_.kinds[next].sparse) ++next;
+    if (next >= c_.layers) return;
+    // The next sparse layer's router applied to this layer's MoE input: its input will be
+    // this plus one more layer's update, close enough to guess which experts it picks.
+    const model::LayerWeights& N = w_.layers[next];
+    const std::int64_t E = c_.experts, NS = c_.shared_experts, K = c_.top_k;
+    std::vector<float> logits(static_cast<std::size_t>(S * (E + NS)));
+    meter_.mm(h, S, N.router, logits.data());
+    std::vector<float> choice(static_cast<std::size_t>(E));
+    std::vector<char> taken(static_cast<std::size_t>(E)), wanted(static_cast<std::size_t>(E), 0);
+    std::vector<std::int64_t> chosen;
+    for (std::int64_t s = 0; s < S; ++s) {
+        select_experts(logits.data() + s * (E + NS), N.router_bias, E, K, choice, taken, chosen);
+        for (auto e : chosen) wanted[e] = 1;
+    }
+    // Lowest ids first: the next layer's first round takes those.
+    std::vector<int> ids;
+    for (std::int64_t e = 0; e < E; ++e)
+        if (wanted[e]) ids.push_back(static_cast<int>(e));
+    cache_->prefetch(next, ids);
+}
+
+}  // namespace inkling::forward

@@ -1,0 +1,49 @@
+// A MoE layer's routing and its routed experts on the host: top-k selection by sigmoid +
+// correction bias, combine weights normalised together with the shared experts', the
+// usage counts, and the expert rounds through a converted model's RAM cache (at most
+// `cap` experts a round, increasing id, so every cap gives bitwise the same sums).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/experts/expert_cache.h"
+#include "engine/forward/backend.h"
+#include "engine/forward/meter.h"
+#include "engine/model/weights.h"
+
+namespace inkling::forward {
+
+class HostExperts {
+public:
+    HostExperts(const model::Model& model, Meter& meter, std::shared_ptr<experts::ExpertCache> cache);
+
+    // Routing of `rows` rows from the router's logits [rows][E+NS]; counts each expert's
+    // rows and starts reading the experts the next sparse layer will likely pick (from h,
+    // the MoE input).
+    Routing route(int layer, std::int64_t rows, const float* logits, const float* h);
+
+    // out [rows][D] = Σ routed contributions in increasing expert id; with `shared` also
+    // + Σ_j w_j·shared_j(h) (summed on their own first), the shared experts computed in
+    // the first round's grouped pass.
+    void run(int layer, const Routing& routing, std::int64_t rows, const float* h, float* out, bool shared);
+
+    // Rows routed to each expert so far: [layer][expert] (empty on dense layers).
+    const std::vector<std::vector<std::uint64_t>>& uses() const { return uses_; }
+    experts::ExpertCache* cache() const { return cache_.get(); }
+
+private:
+    void round(int layer, std::span<const int> ids, const std::vector<const model::Ffn*>& f, const Routing& routing,
+               std::int64_t rows, const float* h, float* out, std::vector<std::vector<float>>* shared_y);
+    void prefetch_after(int layer, std::int64_t rows, const float* h);
+
+    const model::Config& c_;
+    const model::Weights& w_;
+    Meter& meter_;
+    std::shared_ptr<experts::ExpertCache> cache_;
+    std::vector<std::vector<std::uint64_t>> uses_;
+};
+
+}  // namespace inkling::forward

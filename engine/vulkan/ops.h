@@ -1,0 +1,80 @@
+// The chain's shader ops, one recording call per shader (shaders/NAME.comp), each with its
+// push constants beside it. The chain, the device benchmark and the backend-ops parity
+// harness (tests/vulkan/backend_ops_test.cpp) all record through these, so a shader's
+// interface is written once on the host side.
+//
+//   vulkan::Ops ops(ctx);
+//   frame.begin();
+//   ops.rmsnorm(frame, {segments, n, 0, n, 0, n, 0, eps, 0}, x, weight, out);
+//   frame.run();
+//
+// Offsets and strides count floats (weights of gemv: elements). Every op writes only
+// what its push constants name; the parity harness checks that with guarded buffers.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "engine/vulkan/buffer.h"
+#include "engine/vulkan/context.h"
+#include "engine/vulkan/frame.h"
+#include "engine/vulkan/kernel.h"
+
+namespace inkling::vulkan {
+
+// gemv.comp: y[s][o] = Σ_i x[s][i]·W[o][i] for s < S, o < O (f32 or bf16 weights).
+struct GemvPush {
+    std::uint32_t O, I, S;            // output rows, columns, activation rows
+    std::uint32_t stride, w_off;      // weight row stride and first element
+    std::uint32_t x_off, x_stride;    // first float of x, floats between its rows
+    std::uint32_t y_off, y_stride;    // first float of y, floats between its rows
+};
+
+// rmsnorm.comp: out[g] = x[g] / sqrt(mean(x[g]²) + eps) ⊙ weight over `segments` segments
+// of n floats; mode 1 also multiplies by `scale`. In place allowed.
+struct NormPush {
+    std::uint32_t segments, n, x_off, x_stride, o_off, o_stride, mode;
+    float eps, scale;
+};
+
+// ew.comp: element-wise steps over n floats (see the shader for each op).
+enum class EwOp : std::uint32_t { Add = 0, Swiglu = 1, Scale = 2, Combine = 3 };
+struct EwPush {
+    std::uint32_t op, n, width, shared_n;
+    float scale;
+};
+
+// sconv.comp: the depthwise causal short conv with the residual inside over one span.
+struct ConvPush {
+    std::uint32_t rows, channels, kernel, x_off, st_off;
+};
+
+// relattn.comp: Inkling attention for one session's span, one workgroup per (row, head).
+struct AttnPush {
+    std::uint32_t first, rows, pos0, H, KV, hd, d_rel, ext, window, mrows, lo;
+    float inv_hd;
+};
+struct AttnBuffers {
+    const Buffer *q, *k_fresh, *v_fresh, *k_mirror, *v_mirror, *r, *bank, *out, *tau, *host_part;
+};
+
+class Ops {
+public:
+    explicit Ops(Context& ctx);
+    ~Ops();
+
+    void gemv(Frame& f, bool bf16, const Buffer& w, const Buffer& x, const Buffer& y, const GemvPush& p) const;
+    void rmsnorm(Frame& f, const NormPush& p, const Buffer& x, const Buffer& weight, const Buffer& out) const;
+    // a op= b (Add, Swiglu, Scale with p.scale).
+    void ew(Frame& f, EwOp op, const Buffer& a, const Buffer& b, std::uint32_t n, float scale = 1.0f) const;
+    // a = routed + Σ_j w[row][j]·shared[j] over rows of `width` floats.
+    void combine(Frame& f, const Buffer& a, const Buffer& routed, const Buffer& shared, const Buffer& weights,
+                 std::uint32_t n, std::uint32_t width, std::uint32_t shared_n) const;
+    void sconv(Frame& f, const ConvPush& p, const Buffer& x, const Buffer& w, const Buffer& state) const;
+    void relattn(Frame& f, const AttnPush& p, const AttnBuffers& b) const;
+
+private:
+    std::unique_ptr<Kernel> gemv_f32_, gemv_bf16_, rmsnorm_, ew_, sconv_, attn_;
+};
+
+}  // namespace inkling::vulkan
