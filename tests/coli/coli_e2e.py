@@ -4,11 +4,9 @@ an interactive session under tmux (streaming, Ctrl-C, :reset).
 
     python3 tests/coli/coli_e2e.py BUILD
 """
-import http.client
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,19 +16,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 COLI = os.path.join(BUILD, "coli")
 MODEL = os.path.join(BUILD, "demo-model")
 WAV = os.path.join(ROOT, "tests", "fixtures", "audio", "speech_16k_mono_s16.wav")
-failures = 0
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from lib import Checks, Gateway, free_port  # noqa: E402
 
-
-def report(name, ok, why=""):
-    global failures
-    print(("PASS " if ok else "FAIL ") + name + ("" if ok else ": " + str(why)[-600:]), flush=True)
-    failures += not ok
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+checks = Checks("coli e2e")
+report = checks.report
 
 
 def session(args, script, timeout=120):
@@ -65,28 +55,17 @@ def main():
     report("coli run with neither gateway nor model: a clear error", rc != 0 and "no ready gateway" in err, (rc, err))
 
     # -- attached to a gateway that `coli serve` started ----------------------------------
-    port = free_port()
-    gw = subprocess.Popen([COLI, "serve", "--model", MODEL, "--port", str(port), "--slots", "2",
-                           "--ctx", "1024", "--threads", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    gw = Gateway([COLI, "serve", "--model", MODEL, "--slots", "2", "--ctx", "1024", "--threads", "2"],
+                 ready_timeout=120)
+    port = gw.port
     try:
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-                c.request("GET", "/health")
-                if c.getresponse().status == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.2)
         rc, out, err = session(["chat", "--attach", f"http://127.0.0.1:{port}", "--max-tokens", "6"],
                                f"Hello\n:audio {WAV}\nAnd this?\n:stats\n:q\n")
         report("coli serve starts the gateway; attached, a scripted session streams through it, audio included",
                rc == 0 and f"gateway http://127.0.0.1:{port}" in out and len(footers(out)) == 2
                and '"gateway"' in out, (rc, out, err))
     finally:
-        gw.terminate()
-        gw.wait()
+        gw.stop()
 
     # -- the engine dies mid-turn: a clear message, no hang ---------------------------------
     p = subprocess.Popen([COLI, "chat", "--no-attach", "--model", MODEL, "--max-tokens", "100000", "--ctx", "100000"],
@@ -148,8 +127,7 @@ def main():
     finally:
         tmux("kill-session", "-t", sess)
 
-    print(f"coli e2e: {failures} failed", flush=True)
-    return 1 if failures else 0
+    return checks.finish()
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ supervision faults, audio end to end, admission, auth and guards, SIGTERM draini
 Prints PASS/FAIL lines; exit status 1 if any check failed. Standard library only.
 """
 import base64
-import http.client
 import json
 import os
 import signal
@@ -20,52 +19,22 @@ BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL = os.path.join(BUILD, "demo-model")
 AUDIO = os.path.join(ROOT, "tests", "fixtures", "audio")
-failures = 0
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from lib import Checks, Gateway as Started, free_port, read_all, read_until  # noqa: E402
+
+checks = Checks("gateway e2e")
+report = checks.report
 
 
-def report(name, ok, why=""):
-    global failures
-    print(("PASS " if ok else "FAIL ") + name + ("" if ok else ": " + str(why)), flush=True)
-    failures += not ok
+class Gateway(Started):
+    """inkling-gateway on the demo model, and the requests this suite sends it."""
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Gateway:
     def __init__(self, *extra, slots=2, key=None):
-        self.port = free_port()
-        args = [os.path.join(BUILD, "inkling-gateway"), "--model", MODEL, "--port", str(self.port),
-                "--slots", str(slots), "--ctx", "1024", "--threads", "2"] + list(extra)
+        args = [os.path.join(BUILD, "inkling-gateway"), "--model", MODEL, "--slots", str(slots), "--ctx", "1024",
+                "--threads", "2"] + list(extra)
         if key:
             args += ["--api-key", key]
-        self.log = tempfile.NamedTemporaryFile(prefix="gateway-", suffix=".log", delete=False)
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
-        self.key = key
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                if self.request("GET", "/health")[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError("gateway did not become ready; log: " + open(self.log.name).read()[-2000:])
-
-    def request(self, method, path, body=None, headers=None, timeout=60):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        h = {"Content-Type": "application/json"}
-        if self.key:
-            h["Authorization"] = "Bearer " + self.key
-        h.update(headers or {})
-        c.request(method, path, body=json.dumps(body) if isinstance(body, dict) else body, headers=h)
-        r = c.getresponse()
-        data = r.read()
-        c.close()
-        return r.status, data, dict(r.getheaders())
+        super().__init__(args, key=key)
 
     def chat(self, content, **kw):
         body = {"model": "demo-model", "messages": [{"role": "user", "content": content}], "max_tokens": 4}
@@ -90,36 +59,6 @@ class Gateway:
         s.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                    f"{auth}Content-Length: {len(body)}\r\n\r\n{body}").encode())
         return s
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-def read_until(s, marker, timeout=60):
-    s.settimeout(timeout)
-    data = b""
-    while marker not in data:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    return data
-
-
-def read_all(s, timeout=60):
-    s.settimeout(timeout)
-    data = b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            return data
-        data += chunk
 
 
 def wav_part(path):
@@ -277,23 +216,18 @@ def main():
     try:
         code = g.proc.wait(30)
     except subprocess.TimeoutExpired:
-        g.proc.kill()
         code = None
+    g.stop()
     report("SIGTERM: the stream in flight finishes, then exit 0",
            rest.rstrip().endswith("data: [DONE]") and '"error"' not in rest and code == 0, (code, rest[-200:]))
 
     # -- a crash loop: after the cap the gateway gives up and says why ----------------------
-    port = free_port()
-    gw = subprocess.Popen([os.path.join(BUILD, "inkling-gateway"), "--model", MODEL, "--port", str(port),
-                           "--engine", "/bin/false"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    gw = Started([os.path.join(BUILD, "inkling-gateway"), "--model", MODEL, "--engine", "/bin/false"], wait=False)
     try:
         body, status, deadline = b"", 0, time.time() + 40
         while time.time() < deadline:
             try:
-                c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-                c.request("GET", "/health")
-                r = c.getresponse()
-                status, body = r.status, r.read()
+                status, body, _ = gw.request("GET", "/health", timeout=5)
                 if b"giving up" in body:
                     break
             except OSError:
@@ -302,11 +236,9 @@ def main():
         report("an engine that keeps crashing: /health 503 'failed' with the reason after the crash-loop cap",
                status == 503 and b'"failed"' in body and b"giving up" in body, (status, body))
     finally:
-        gw.terminate()
-        gw.wait()
+        gw.stop()
 
-    print(f"gateway e2e: {failures} failed", flush=True)
-    return 1 if failures else 0
+    return checks.finish()
 
 
 if __name__ == "__main__":

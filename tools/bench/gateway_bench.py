@@ -9,7 +9,6 @@ import json
 import os
 import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -18,6 +17,9 @@ BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 MODEL = sys.argv[2] if len(sys.argv) > 2 else os.path.join(BUILD, "demo-model")
 N = int(sys.argv[3]) if len(sys.argv) > 3 else 200
 PROMPT = "Hello there, how are you?"
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from lib import Engine, Gateway, read_until  # noqa: E402
 
 
 def pct(xs, p):
@@ -26,28 +28,16 @@ def pct(xs, p):
 
 
 def direct():
-    eng = subprocess.Popen([os.path.join(BUILD, "inkling"), "serve", "--model", MODEL, "--slots", "1", "--ctx", "512",
-                            "--threads", "2"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    out = eng.stdout
-    assert out.read(10) == b"\x01\x01READY\x01\x01\n"
-
-    def frame():
-        line = out.readline().decode()
-        kind = line.split(" ", 1)[0]
-        if kind in ("DATA", "STATS", "EVENT", "ECHO"):
-            n = int(line.split()[2 if kind in ("DATA", "ECHO") else 1])
-            out.read(n + 1)
-        return kind
-
+    eng = Engine([os.path.join(BUILD, "inkling"), "serve", "--model", MODEL, "--slots", "1", "--ctx", "512",
+                  "--threads", "2"])
     total, ttft = [], []
     body = PROMPT.encode()
     for i in range(N + 10):
         t0 = time.perf_counter()
-        eng.stdin.write(f"SUBMIT d{i} 0 {len(body)} 1 0 1 0 reset=1\n".encode() + body + b"\n")
-        eng.stdin.flush()
+        eng.submit(f"d{i}", 0, body, 1, reset=1)
         first = None
         while True:
-            k = frame()
+            k = eng.frame().kind
             if k == "DATA" and first is None:
                 first = time.perf_counter() - t0
             if k in ("DONE", "ERROR"):
@@ -55,28 +45,15 @@ def direct():
         if i >= 10:  # warm-up excluded
             total.append(time.perf_counter() - t0)
             ttft.append(first if first is not None else total[-1])
-    eng.stdin.close()
-    eng.wait()
+    eng.close()
     return total, ttft
 
 
 def via_gateway():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    gw = subprocess.Popen([os.path.join(BUILD, "inkling-gateway"), "--model", MODEL, "--port", str(port), "--slots", "1",
-                           "--ctx", "512", "--threads", "2", "--max-queue", "64"], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL)
+    gw = Gateway([os.path.join(BUILD, "inkling-gateway"), "--model", MODEL, "--slots", "1", "--ctx", "512",
+                  "--threads", "2", "--max-queue", "64"])
+    port = gw.port
     try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-                c.request("GET", "/health")
-                if c.getresponse().status == 200:
-                    break
-            except OSError:
-                time.sleep(0.1)
         model = os.path.basename(os.path.abspath(MODEL))
         total, ttft = [], []
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
@@ -95,12 +72,7 @@ def via_gateway():
                              "cache_slot": 0})
             t0 = time.perf_counter()
             s.sendall(f"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {len(sb)}\r\n\r\n{sb}".encode())
-            data = b""
-            while b'"text"' not in data:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
+            read_until(s, b'"text"')
             if i >= 10:
                 ttft.append(time.perf_counter() - t0)
             while s.recv(65536):
@@ -126,8 +98,7 @@ def via_gateway():
             t.join()
         return total, ttft, count[0] / 2
     finally:
-        gw.terminate()
-        gw.wait()
+        gw.stop()
 
 
 def main():

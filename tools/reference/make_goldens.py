@@ -11,6 +11,9 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests"))
+from lib import Checks  # noqa: E402
+
 GENERATE = 32
 
 
@@ -31,7 +34,7 @@ def reference(fixture_dir):
 def main():
     fixtures, goldens = sys.argv[1], sys.argv[2]
     check = "--check" in sys.argv[3:]
-    failed = 0
+    checks = Checks("reference goldens")
     for name in sorted(os.listdir(fixtures)):
         fx = os.path.join(fixtures, name)
         if not os.path.isfile(os.path.join(fx, "make_tiny.json")):
@@ -48,11 +51,9 @@ def main():
         diff = max(abs(a - b) for a, b in zip(got["last_logits"], want["last_logits"]))
         same = all(got[k] == want[k] for k in ("prompt_ids", "tokens", "prompt_argmax"))
         nll_ok = abs(got["prompt_nll"] - want["prompt_nll"]) <= 1e-6 * max(1.0, abs(want["prompt_nll"]))
-        ok = same and diff <= 1e-5 and nll_ok
-        failed += not ok
-        print(f"{'PASS' if ok else 'FAIL'} reference still gives golden {name}"
-              + ("" if ok else f": ids/tokens/argmax equal={same}, max logit diff {diff:.2e}"))
-    return 1 if failed else 0
+        checks.report(f"reference still gives golden {name}", same and diff <= 1e-5 and nll_ok,
+                      f"ids/tokens/argmax equal={same}, max logit diff {diff:.2e}")
+    return checks.finish() if check else 0
 
 
 if __name__ == "__main__":

@@ -24,11 +24,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tools", "reference"))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import torch  # noqa: E402
 
 import corpus  # noqa: E402
 import inkling_ref  # noqa: E402
+from lib import Checks  # noqa: E402
 
 WINDOW = 512
 PROMPT = "Tell me a fortune about cats."
@@ -100,21 +102,15 @@ def main():
         print(f"wrote {a.golden}: perplexity {got['perplexity']:.6f}, {len(got['tokens'])} tokens, "
               f"min margin {got['min_top2_margin']:.3f}: {got['text']!r}")
         return 0
-    failed = 0
-
-    def report(ok, what):
-        nonlocal failed
-        failed += not ok
-        print(f"{'PASS' if ok else 'FAIL'} {what}")
-
+    checks = Checks("demo goldens")
     if tokenized:
-        report(got["heldout_ids"] == want["heldout_ids"] and got["prompt_ids"] == want["prompt_ids"],
-               "bpe.py still tokenizes heldout.txt and the prompt as the golden says")
+        checks.report("bpe.py still tokenizes heldout.txt and the prompt as the golden says",
+                      got["heldout_ids"] == want["heldout_ids"] and got["prompt_ids"] == want["prompt_ids"])
     rel = abs(got["nll"] - want["nll"]) / abs(want["nll"])
-    report(rel <= 1e-6, f"reference held-out NLL equals the golden (relative diff {rel:.2e})")
-    report(got["tokens"] == want["tokens"], "reference greedy continuation equals the golden")
-    report(want["tokens"][-1] in want["eos"], "the golden chat turn ends at the end-of-turn token")
-    return 1 if failed else 0
+    checks.report(f"reference held-out NLL equals the golden (relative diff {rel:.2e})", rel <= 1e-6)
+    checks.report("reference greedy continuation equals the golden", got["tokens"] == want["tokens"])
+    checks.report("the golden chat turn ends at the end-of-turn token", want["tokens"][-1] in want["eos"])
+    return checks.finish()
 
 
 if __name__ == "__main__":
