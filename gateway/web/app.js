@@ -1,12 +1,13 @@
-// Inkling web UI: a chat pane that streams from /v1/chat/completions (fetch + a small SSE
-// parser over the response's ReadableStream) and a stats panel that polls /v1/stats once a
-// second while the tab is visible. No framework and no build step; the gateway serves this
-// file, index.html and style.css from its binary.
+// Inkling web UI: a chat pane that streams from /v1/chat/completions (fetch + the SSE parser
+// of sse.mjs, shared with the gateway's node tests, over the response's ReadableStream) and a
+// stats panel that polls /v1/stats once a second while the tab is visible. No framework and no
+// build step: an ES module (index.html loads it with type="module"); the gateway serves this
+// file, sse.mjs, index.html and style.css from its binary.
 //
 // Ids the black-box tests rely on (tests/gateway/web_ui.test.mjs): #prompt #send #stop
 // #reply (the latest assistant message; data-state = streaming|done|stopped|error)
 // #engine-state #throughput #expert-map (data-rows/data-cols once drawn) #rss.
-'use strict';
+import { sseEvents } from './sse.mjs';
 
 (() => {
   const $ = (id) => document.getElementById(id);
@@ -63,52 +64,6 @@
     modelId = body.data[0].id;
     $('model-id').textContent = modelId;
     return modelId;
-  }
-
-  // ---------------------------------------------------------------- SSE
-
-  // Yields {event, data} for each server-sent event of a fetch Response body. Handles CRLF,
-  // CR and LF line ends, events split across reads, multi-line data and comments (": ping").
-  async function* sseEvents(body) {
-    const reader = body.getReader();
-    const decoder = new TextDecoder('utf-8');
-    let buf = '';
-    let data = [];
-    let event = '';
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        buf += done ? decoder.decode() : decoder.decode(value, { stream: true });
-        // A CR at the very end may be the first half of a CRLF: keep it for the next read.
-        let cut = done ? buf.length : (buf.endsWith('\r') ? buf.length - 1 : buf.length);
-        const text = buf.slice(0, cut);
-        const lines = text.split(/\r\n|\r|\n/);
-        const rest = lines.pop();          // unfinished line (or '' after a line end)
-        buf = rest + buf.slice(cut);
-        for (const line of lines) {
-          if (line === '') {
-            if (data.length) yield { event: event || 'message', data: data.join('\n') };
-            data = [];
-            event = '';
-            continue;
-          }
-          if (line.startsWith(':')) continue;   // comment / keep-alive
-          const colon = line.indexOf(':');
-          const field = colon < 0 ? line : line.slice(0, colon);
-          let val = colon < 0 ? '' : line.slice(colon + 1);
-          if (val.startsWith(' ')) val = val.slice(1);
-          if (field === 'data') data.push(val);
-          else if (field === 'event') event = val;
-        }
-        if (done) {
-          if (buf) { /* a last line without its end: the spec drops it */ }
-          if (data.length) yield { event: event || 'message', data: data.join('\n') };
-          return;
-        }
-      }
-    } finally {
-      reader.releaseLock();
-    }
   }
 
   // ---------------------------------------------------------------- chat

@@ -1,11 +1,13 @@
 // Shared helpers of the gateway's black-box suites: arguments, PASS/FAIL reporting, fetch with
-// deadlines, SSE parsing. Every suite prints one `PASS <name>` or `FAIL <name>: <why>` line per
+// deadlines, SSE reading. Every suite prints one `PASS <name>` or `FAIL <name>: <why>` line per
 // check (tests/run_all.sh counts them) and exits non-zero when any check failed.
 //
 //   node SUITE.test.mjs [--base URL] [--api-key K] [other suite options]
 //   env: INKLING_GATEWAY_URL (default http://127.0.0.1:8000), INKLING_API_KEY
 
 import { setTimeout as sleep } from 'node:timers/promises';
+
+import { sseEvents } from '../../gateway/web/sse.mjs';
 
 export { sleep };
 
@@ -120,38 +122,11 @@ export async function waitHealthy(base, timeoutMs = 60000) {
 }
 
 // Reads SSE events from a fetch Response (or a node:http IncomingMessage): returns
-// [{event, data}] until the stream closes. Throws when the stream breaks off with a network error.
+// [{event, data}] until the stream closes. Throws when the stream breaks off with a network
+// error, or on invalid UTF-8. The parser is the web UI's (gateway/web/sse.mjs).
 export async function readSse(res) {
     const events = [];
-    const decoder = new TextDecoder('utf-8', { fatal: true });
-    let buf = '';
-    let data = [];
-    let event = '';
-    const flushLine = (line) => {
-        if (line === '') {
-            if (data.length) events.push({ event: event || 'message', data: data.join('\n') });
-            data = []; event = '';
-            return;
-        }
-        if (line.startsWith(':')) return;
-        const colon = line.indexOf(':');
-        const field = colon < 0 ? line : line.slice(0, colon);
-        let val = colon < 0 ? '' : line.slice(colon + 1);
-        if (val.startsWith(' ')) val = val.slice(1);
-        if (field === 'data') data.push(val);
-        else if (field === 'event') event = val;
-    };
-    for await (const chunk of (res.body ?? res)) {
-        buf += decoder.decode(chunk, { stream: true });
-        let m;
-        while ((m = /\r\n|\r(?!$)|\n/.exec(buf))) {
-            flushLine(buf.slice(0, m.index));
-            buf = buf.slice(m.index + m[0].length);
-        }
-    }
-    buf += decoder.decode();
-    if (buf) flushLine(buf.replace(/\r$/, ''));
-    flushLine('');
+    for await (const ev of sseEvents(res.body ?? res, { fatal: true })) events.push(ev);
     return events;
 }
 

@@ -79,7 +79,7 @@ await r.check('web-ui/page-loads', async () => {
 });
 
 await r.check('web-ui/assets', async () => {
-    for (const [file, type] of [['/app.js', 'javascript'], ['/style.css', 'text/css']]) {
+    for (const [file, type] of [['/app.js', 'javascript'], ['/sse.mjs', 'javascript'], ['/style.css', 'text/css']]) {
         const res = await page.request.get(`${base}${file}`);
         assert(res.status() === 200, `GET ${file} answered ${res.status()}`);
         const ct = res.headers()['content-type'] || '';

@@ -6,6 +6,7 @@
 
 #include "gateway/asio.h"
 #include "gateway/openai_request.h"
+#include "tools/coli/sse_reader.h"
 
 namespace coli {
 
@@ -147,7 +148,8 @@ TurnResult Attached::turn(const std::vector<tml::Message>& history, const std::v
         x.run([&](auto done) { http::async_read_header(x.stream_, x.buffer_, parser, [done](auto ec, auto) { done(ec); }); },
               &interrupted);
         const int status = parser.get().result_int();
-        std::string pending;
+        std::string error_body;  // a non-200 answer's body
+        SseReader sse;
         bool first = true, finished = false;
         while (!parser.is_done() && !finished) {
             char chunk[8192];
@@ -164,13 +166,13 @@ TurnResult Attached::turn(const std::vector<tml::Message>& history, const std::v
                 }
                 throw;
             }
-            pending.append(chunk, sizeof chunk - parser.get().body().size);
-            if (status != 200) continue;
-            for (std::size_t at; (at = pending.find("\n\n")) != std::string::npos;) {
-                std::string event = pending.substr(0, at);
-                pending.erase(0, at + 2);
-                if (!event.starts_with("data: ")) continue;
-                std::string data = event.substr(6);
+            const std::string_view got(chunk, sizeof chunk - parser.get().body().size);
+            if (status != 200) {
+                error_body.append(got);
+                continue;
+            }
+            for (const SseEvent& event : sse.feed(got)) {
+                const std::string& data = event.data;
                 if (data == "[DONE]") {
                     finished = true;
                     break;
@@ -207,7 +209,7 @@ TurnResult Attached::turn(const std::vector<tml::Message>& history, const std::v
             }
         }
         if (status != 200) {
-            auto j = nlohmann::json::parse(pending, nullptr, false);
+            auto j = nlohmann::json::parse(error_body, nullptr, false);
             r.error = "HTTP " + std::to_string(status) +
                       (j.is_object() && j.contains("error") ? ": " + j["error"].value("message", std::string()) : "");
         }
