@@ -3,8 +3,6 @@
 // schemes' arithmetic, the resume point after a torn tail, and the plain progress lines.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +16,7 @@
 #include "engine/convert/quant_error.h"
 #include "engine/convert/quantize_rows.h"
 #include "engine/convert/safetensors_layout.h"
+#include "tests/support/scratch_dir.h"
 
 namespace fs = std::filesystem;
 using namespace inkling;
@@ -83,12 +82,6 @@ TEST_CASE("convert: scheme arithmetic (padding to 32, groups, packed bytes)") {
 
 namespace {
 
-struct TempDir {
-    fs::path dir = fs::temp_directory_path() / ("inkling-convert-test-" + std::to_string(::getpid()));
-    TempDir() { fs::create_directories(dir); }
-    ~TempDir() { fs::remove_all(dir); }
-};
-
 // A container header of two layers × two experts, and records of recognisable bytes.
 experts::ContainerHeader tiny_header() {
     experts::ContainerHeader h;
@@ -109,7 +102,7 @@ std::vector<std::byte> record_bytes(const experts::ContainerHeader& h, int i) {
 }  // namespace
 
 TEST_CASE("convert: resuming keeps the records the state vouches for and drops a torn tail") {
-    TempDir t;
+    test_support::ScratchDir t("convert-test");
     const auto h = tiny_header();
     ResumeState state;
     {

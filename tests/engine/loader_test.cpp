@@ -2,8 +2,6 @@
 // each must end in a clear error naming the file or tensor, never a crash.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <cstring>
 #include <fstream>
 
@@ -11,6 +9,7 @@
 #include "engine/model/safetensors.h"
 #include "engine/model/weights.h"
 #include "tests/engine/fixture_paths.h"
+#include "tests/support/scratch_dir.h"
 
 namespace fs = std::filesystem;
 using namespace inkling::model;
@@ -18,14 +17,9 @@ using namespace inkling::model;
 namespace {
 
 // A scratch copy of a fixture that a test may break.
-struct Scratch {
-    fs::path dir;
-    explicit Scratch(const std::string& fixture) {
-        dir = fs::temp_directory_path() / ("inkling-loader-" + std::to_string(getpid()) + "-" + fixture);
-        fs::remove_all(dir);
-        fs::copy(test_paths::fixtures() / fixture, dir);
-    }
-    ~Scratch() { fs::remove_all(dir); }
+// A copy of a fixture to damage.
+struct Scratch : test_support::ScratchDir {
+    explicit Scratch(const std::string& fixture) : ScratchDir("loader-" + fixture, test_paths::fixtures() / fixture) {}
 };
 
 std::string read(const fs::path& p) {

@@ -3,8 +3,6 @@
 // with some of them still runs close to the f32 one. Broken ones are named in the error.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -14,6 +12,7 @@
 #include "engine/model/weights.h"
 #include "engine/quant/quantize.h"
 #include "tests/engine/fixture_paths.h"
+#include "tests/support/scratch_dir.h"
 
 namespace fs = std::filesystem;
 using namespace inkling;
@@ -96,14 +95,10 @@ std::vector<quant::QuantizedMatrix> quantize_tensor(Tensors& ts, const std::stri
     return qs;
 }
 
-struct Scratch {
-    fs::path dir;
-    explicit Scratch(const std::string& suffix = "") {
-        dir = fs::temp_directory_path() / ("inkling-quantized-" + std::to_string(getpid()) + suffix);
-        fs::remove_all(dir);
-        fs::copy(test_paths::fixtures() / "base-hf-f32", dir);
-    }
-    ~Scratch() { fs::remove_all(dir); }
+// A copy of base-hf-f32 to rewrite.
+struct Scratch : test_support::ScratchDir {
+    explicit Scratch(const std::string& suffix = "")
+        : ScratchDir("quantized" + suffix, test_paths::fixtures() / "base-hf-f32") {}
     fs::path file() const { return dir / "model.safetensors"; }
 };
 

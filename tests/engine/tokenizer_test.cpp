@@ -1,7 +1,5 @@
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,10 +12,12 @@
 
 #include "engine/model/tokenizer.h"
 #include "protocol/tml_render.h"
+#include "tests/support/scratch_dir.h"
 
 using inkling::model::Tokenizer;
 using Ids = std::vector<std::int32_t>;
 namespace fs = std::filesystem;
+using test_support::ScratchDir;
 
 namespace {
 
@@ -36,26 +36,6 @@ const Tokenizer& inkling_tokenizer() {
     }();
     return tok;
 }
-
-// A scratch folder for hand-written tokenizer.json files, removed at the end.
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        static int counter = 0;
-        path = fs::temp_directory_path() /
-               ("inkling-tokenizer-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    fs::path write(const std::string& name, const std::string& text) const {
-        fs::path p = path / name;
-        std::ofstream(p, std::ios::binary) << text;
-        return p;
-    }
-};
 
 // GPT-2 bytes_to_unicode, for writing byte-level vocab keys.
 std::string byte_level(std::string_view bytes) {
@@ -99,11 +79,11 @@ nlohmann::json tiny(const std::vector<std::string>& extra) {
     };
 }
 
-Tokenizer load_json(const TempDir& dir, const nlohmann::json& j) {
+Tokenizer load_json(const ScratchDir& dir, const nlohmann::json& j) {
     return Tokenizer::load(dir.write("tokenizer.json", j.dump()));
 }
 
-std::string load_error(const TempDir& dir, const std::string& text) {
+std::string load_error(const ScratchDir& dir, const std::string& text) {
     fs::path p = dir.write("broken.json", text);
     try {
         Tokenizer::load(p);
@@ -266,7 +246,7 @@ TEST_CASE("Inkling tokenizer: encode is safe from several threads at once") {
 }
 
 TEST_CASE("rank-BPE without merges merges the pair whose concatenation has the lowest id") {
-    TempDir dir;
+    ScratchDir dir("tokenizer-test");
     // 256 "bc", 257 "ab", 258 "abc", 259 "cd"
     Tokenizer tok = load_json(dir, tiny({"bc", "ab", "abc", "cd"}));
     CHECK(tok.vocab_size() == 260);
@@ -279,7 +259,7 @@ TEST_CASE("rank-BPE without merges merges the pair whose concatenation has the l
 }
 
 TEST_CASE("merges in string and array form give the same BPE; ignore_merges takes whole pieces") {
-    TempDir dir;
+    ScratchDir dir("tokenizer-test");
     auto j = tiny({"ab", "bc", "abc", "abcd"});  // 256 ab, 257 bc, 258 abc, 259 abcd
     j["model"]["merges"] = nlohmann::json::array({"a b", "b c"});
     Tokenizer strings = load_json(dir, j);
@@ -300,7 +280,7 @@ TEST_CASE("merges in string and array form give the same BPE; ignore_merges take
 }
 
 TEST_CASE("added tokens match longest first, leftmost first, anywhere in the text") {
-    TempDir dir;
+    ScratchDir dir("tokenizer-test");
     auto j = tiny({});
     j["added_tokens"] = nlohmann::json::array({
         {{"id", 300}, {"content", "<a>"}, {"special", true}},
@@ -319,7 +299,7 @@ TEST_CASE("added tokens match longest first, leftmost first, anywhere in the tex
 }
 
 TEST_CASE("malformed tokenizer.json files give errors that name the file and the problem") {
-    TempDir dir;
+    ScratchDir dir("tokenizer-test");
     auto mutate = [&](auto edit) {
         auto j = tiny({"ab"});
         edit(j);
@@ -331,7 +311,7 @@ TEST_CASE("malformed tokenizer.json files give errors that name the file and the
     };
 
     try {
-        Tokenizer::load(dir.path / "missing.json");
+        Tokenizer::load(dir.dir / "missing.json");
         FAIL("no throw");
     } catch (const std::runtime_error& e) {
         contains(e.what(), "missing.json: cannot open");

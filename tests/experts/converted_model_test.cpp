@@ -5,8 +5,6 @@
 // the quantized model stays close to the f32 one it came from.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -18,18 +16,19 @@
 #include "engine/serve/scheduler.h"
 #include "tests/engine/fixture_paths.h"
 #include "tests/experts/error_of.h"
+#include "tests/support/scratch_dir.h"
 
 namespace fs = std::filesystem;
 using namespace inkling;
 using test_errors::error_of;
+using test_support::ScratchDir;
 
 namespace {
 
 // Converted copies of the fixtures, written once per test run and removed at its end.
 struct Converted {
-    fs::path root = fs::temp_directory_path() / ("inkling-converted-" + std::to_string(getpid()));
+    ScratchDir root{"converted"};
     std::map<std::string, fs::path> done;
-    ~Converted() { fs::remove_all(root); }
 
     fs::path get(const std::string& fixture, experts::Format format) {
         const std::string name = fixture + "-" + experts::format_name(format);
@@ -37,7 +36,7 @@ struct Converted {
         if (it != done.end()) return it->second;
         convert::Options o;
         o.src = test_paths::fixtures() / fixture;
-        o.dst = root / name;
+        o.dst = root.dir / name;
         o.experts = format;
         convert::convert(o);
         return done[name] = o.dst;
@@ -47,18 +46,6 @@ Converted& converted() {
     static Converted c;
     return c;
 }
-
-// A scratch copy of a converted model that a test may change.
-struct Scratch {
-    fs::path dir;
-    explicit Scratch(const fs::path& from) {
-        dir = fs::temp_directory_path() / ("inkling-cache-scratch-" + std::to_string(getpid()) + "-" +
-                                           from.filename().string());
-        fs::remove_all(dir);
-        fs::copy(from, dir);
-    }
-    ~Scratch() { fs::remove_all(dir); }
-};
 
 experts::CacheOptions options(int cap, int pins, fs::path usage_file = {}) {
     experts::CacheOptions o;
@@ -122,7 +109,7 @@ TEST_CASE("converted models: cap 1, 2, a pinned cap and full residency give bitw
         // A history that pins something in every layer, for the pinned case.
         experts::UsageHistory h(model.experts->header().layers, E);
         for (std::size_t s = 0; s < h.layers().size(); ++s) h.add(static_cast<int>(s), static_cast<int>(s % E), 5);
-        Scratch usage(dir);
+        ScratchDir usage("cache-scratch", dir);
         h.save(usage.dir / "usage.json");
         for (auto [cap, pins] : {std::pair{1, 0}, {2, 0}, {2, 1}, {E / 2, E / 4}}) {
             CAPTURE(cap);
@@ -253,7 +240,7 @@ TEST_CASE("serving a converted model: batched sessions match solo runs, STATS an
 }
 
 TEST_CASE("pins come from the usage history a run saved, and stay resident through later runs") {
-    Scratch s(converted().get("base-hf-f32", experts::Format::Int8));
+    ScratchDir s("cache-scratch", converted().get("base-hf-f32", experts::Format::Int8));
     auto model = model::load_model(s.dir);
     const fs::path usage = s.dir / "expert-usage.json";
     const auto prompt = golden_prompt("base-hf-f32");
@@ -277,7 +264,7 @@ TEST_CASE("pins come from the usage history a run saved, and stay resident throu
 }
 
 TEST_CASE("a converted model with a damaged record or another model's container fails with a clear error") {
-    Scratch s(converted().get("base-hf-f32", experts::Format::Int4));
+    ScratchDir s("cache-scratch", converted().get("base-hf-f32", experts::Format::Int4));
     const fs::path file = s.dir / experts::kFileName;
     {
         auto model = model::load_model(s.dir);

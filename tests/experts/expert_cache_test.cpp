@@ -3,8 +3,6 @@
 // rounds, prefetch, counters, and the usage file's round trip, decay and corruption.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -13,6 +11,7 @@
 #include "engine/experts/expert_store.h"
 #include "engine/experts/usage_history.h"
 #include "tests/experts/error_of.h"
+#include "tests/support/scratch_dir.h"
 
 #include <nlohmann/json.hpp>
 
@@ -21,19 +20,10 @@ using namespace inkling;
 using test_errors::error_of;
 using experts::ExpertCache;
 using experts::ExpertStore;
+using test_support::ScratchDir;
 
 namespace {
 
-// A scratch folder removed at the end.
-struct TempDir {
-    fs::path dir;
-    explicit TempDir(const std::string& name) {
-        dir = fs::temp_directory_path() / ("inkling-experts-" + std::to_string(getpid()) + "-" + name);
-        fs::remove_all(dir);
-        fs::create_directories(dir);
-    }
-    ~TempDir() { fs::remove_all(dir); }
-};
 
 // Byte i of record (layer slot s, expert e): a pattern that tells records apart.
 std::byte pattern(int s, int e, std::int64_t i) {
@@ -99,7 +89,7 @@ const std::byte* record_of(const model::Ffn& f, const ExpertStore& s) { return f
 }  // namespace
 
 TEST_CASE("the store reads each record whole, around the page cache, and views its three matrices") {
-    TempDir t("store");
+    ScratchDir t("experts-store");
     auto h = write_container(t.dir / "experts.inkx", {1, 3}, 4);
     auto store = ExpertStore::open(t.dir / "experts.inkx");
     CHECK(store->record_bytes() == h.record_bytes);
@@ -127,7 +117,7 @@ TEST_CASE("the store reads each record whole, around the page cache, and views i
 }
 
 TEST_CASE("a broken container is a clear error: bad magic, truncation, a flipped record byte, another model") {
-    TempDir t("broken");
+    ScratchDir t("experts-broken");
     const fs::path p = t.dir / "experts.inkx";
     auto h = write_container(p, {2, 4}, 3);
     {
@@ -187,7 +177,7 @@ TEST_CASE("a broken container is a clear error: bad magic, truncation, a flipped
 }
 
 TEST_CASE("the cache: least recently used out, hits and misses counted, views valid while leased") {
-    TempDir t("lru");
+    ScratchDir t("experts-lru");
     write_container(t.dir / "experts.inkx", {0}, 6);
     auto store = ExpertStore::open(t.dir / "experts.inkx");
     ExpertCache cache(store, options(3, 0, false));
@@ -221,7 +211,7 @@ TEST_CASE("the cache: least recently used out, hits and misses counted, views va
 }
 
 TEST_CASE("pinned experts are read at start, never evicted, and leave the rest of the slots to the round") {
-    TempDir t("pins");
+    ScratchDir t("experts-pins");
     write_container(t.dir / "experts.inkx", {1, 2}, 8);
     experts::UsageHistory h({1, 2}, 8);
     h.add(0, 5, 10);
@@ -255,7 +245,7 @@ TEST_CASE("pinned experts are read at start, never evicted, and leave the rest o
 }
 
 TEST_CASE("prefetch fills free slots without blocking, and the next acquire finds them") {
-    TempDir t("prefetch");
+    ScratchDir t("experts-prefetch");
     write_container(t.dir / "experts.inkx", {0, 1}, 8);
     auto store = ExpertStore::open(t.dir / "experts.inkx");
     ExpertCache cache(store, options(2, 0));
@@ -279,7 +269,7 @@ TEST_CASE("prefetch fills free slots without blocking, and the next acquire find
 }
 
 TEST_CASE("the usage history: round trip, decay by half-life, the top experts, broken files start empty") {
-    TempDir t("usage");
+    ScratchDir t("experts-usage");
     const fs::path p = t.dir / "expert-usage.json";
     experts::UsageHistory h({2, 5}, 4, 100.0);
     h.add(0, 1, 8);
@@ -335,7 +325,7 @@ TEST_CASE("the usage history: round trip, decay by half-life, the top experts, b
 }
 
 TEST_CASE("cap from RAM: --ram-gb and the default stay within 1..E") {
-    TempDir t("cap");
+    ScratchDir t("experts-cap");
     write_container(t.dir / "experts.inkx", {0, 1}, 8);
     auto store = ExpertStore::open(t.dir / "experts.inkx");
     const double rb = static_cast<double>(store->record_bytes());
