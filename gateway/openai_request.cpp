@@ -188,7 +188,7 @@ GenerationRequest parse_chat_request(const json& body, const GatewayLimits& limi
     if (const json* e = field(body, "reasoning_effort")) {
         if (!e->is_string()) throw bad_request("'reasoning_effort' must be a string", "reasoning_effort");
         auto v = tml::effort_for_level(e->get<std::string>());
-        if (!v) throw bad_request("'reasoning_effort' must be none, minimal, low, medium, high or xhigh", "reasoning_effort");
+        if (!v) throw bad_request("'reasoning_effort' must be one of " + tml::effort_level_names(), "reasoning_effort");
         effort = *v;
     }
     const json* messages = field(body, "messages");

@@ -1,6 +1,5 @@
 #include "protocol/tml_render.h"
 
-#include <array>
 #include <stdexcept>
 #include <utility>
 
@@ -82,18 +81,21 @@ std::string render_message(const Message& m, bool open) {
 }  // namespace
 
 std::optional<double> effort_for_level(std::string_view level) {
-    static constexpr std::array<std::pair<std::string_view, double>, 7> kLevels{{
-        {"none", 0.0},
-        {"minimal", 0.1},
-        {"low", 0.2},
-        {"medium", 0.7},
-        {"high", 0.9},
-        {"max", 0.99},
-        {"xhigh", 0.99},
-    }};
-    for (const auto& [name, value] : kLevels)
-        if (name == level) return value;
+    for (const auto& l : kEffortLevels)
+        if (l.name == level) return l.effort;
     return std::nullopt;
+}
+
+std::optional<std::string_view> level_for_effort(double effort) {
+    for (const auto& l : kEffortLevels)
+        if (l.effort == effort) return l.name;
+    return std::nullopt;
+}
+
+std::string effort_level_names() {
+    std::string out;
+    for (const auto& l : kEffortLevels) out += (out.empty() ? "" : ", ") + std::string(l.name);
+    return out;
 }
 
 std::string format_effort(double effort) {

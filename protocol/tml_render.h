@@ -10,6 +10,7 @@
 // every text-level TMLv0 renderer): callers that need literal markers must send ids.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -57,8 +58,28 @@ struct RenderOptions {
                                        // assistant message open for continuation
 };
 
-// none 0, minimal 0.1, low 0.2, medium 0.7, high 0.9, max / xhigh 0.99.
+// The named thinking-effort levels (/work/shared/specs/inkling-tokens-and-mtp.md §A.7): the
+// one table behind `inkling run --effort`, coli's --effort and the gateway's reasoning_effort.
+// `xhigh` is the OpenAI API's spelling of `max` (vLLM accepts both).
+struct EffortLevel {
+    std::string_view name;
+    double effort;
+};
+inline constexpr std::array<EffortLevel, 7> kEffortLevels{{
+    {"none", 0.0},
+    {"minimal", 0.1},
+    {"low", 0.2},
+    {"medium", 0.7},
+    {"high", 0.9},
+    {"max", 0.99},
+    {"xhigh", 0.99},
+}};
+// The effort of a level's name; nullopt for a name not in the table.
 std::optional<double> effort_for_level(std::string_view level);
+// The first level with exactly this effort (0.99 is `max`); nullopt for an unnamed effort.
+std::optional<std::string_view> level_for_effort(double effort);
+// "none, minimal, low, medium, high, max, xhigh", for help texts and error messages.
+std::string effort_level_names();
 // The effort as the system line writes it: "0", "0.1", …, "0.99".
 std::string format_effort(double effort);
 

@@ -42,6 +42,15 @@ TEST_CASE("effort levels map as specified") {
     CHECK(format_effort(0.1) == "0.1");
 }
 
+TEST_CASE("an effort's level name is the table's first with that effort; the names list the table") {
+    CHECK(level_for_effort(0.0) == "none");
+    CHECK(level_for_effort(0.9) == "high");
+    CHECK(level_for_effort(0.99) == "max");
+    CHECK(!level_for_effort(0.5));
+    for (const auto& l : kEffortLevels) CHECK(effort_for_level(*level_for_effort(l.effort)) == l.effort);
+    CHECK(effort_level_names() == "none, minimal, low, medium, high, max, xhigh");
+}
+
 TEST_CASE("all-system conversations get the effort line appended") {
     CHECK(render({system_msg("S")}, {.effort = 0.2}) ==
           "<|message_system|><|content_text|>S<|end_message|>"

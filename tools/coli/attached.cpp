@@ -136,8 +136,7 @@ TurnResult Attached::turn(const std::vector<tml::Message>& history, const std::v
                            {"max_tokens", settings.max_tokens},
                            {"temperature", settings.temperature},
                            {"top_p", settings.top_p}};
-    for (auto [name, value] : {std::pair{"minimal", 0.1}, {"low", 0.2}, {"medium", 0.7}, {"high", 0.9}, {"xhigh", 0.99}})
-        if (settings.effort == value) body["reasoning_effort"] = name;
+    if (auto level = tml::level_for_effort(settings.effort)) body["reasoning_effort"] = std::string(*level);
     const auto t0 = Clock::now();
     try {
         Exchange x(url_, Clock::now() + std::chrono::hours(24));
