@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "engine/model/tensor_names.h"
+
 namespace inkling::convert {
 namespace {
 
@@ -72,54 +74,56 @@ std::vector<model::Matrix> pick(const std::vector<model::Ffn>& ffns, model::Matr
     return out;
 }
 
+// The dense tensors under their transformers names (engine/model/tensor_names.h), which
+// the loader reads back.
 void add_dense_items(const model::Model& model, const Options& o, std::vector<DenseItem>& items) {
+    namespace n = model::tensor_names;
     const auto& c = model.config;
     const auto& w = model.weights;
     const std::int64_t D = c.hidden;
     Builder b(o, items);
-    b.kept("model.embed_tokens.weight", w.embed);
-    if (!w.embed_norm.empty()) b.floats("model.embed_norm.weight", {D}, w.embed_norm);
-    b.floats("model.norm.weight", {D}, w.final_norm);
-    b.matrix("lm_head.weight", {w.lm_head}, "lm_head", false);
+    b.kept(n::kEmbed.transformers, w.embed);
+    if (!w.embed_norm.empty()) b.floats(n::kEmbedNorm.transformers, {D}, w.embed_norm);
+    b.floats(n::kFinalNorm.transformers, {D}, w.final_norm);
+    b.matrix(n::kLmHead.transformers, {w.lm_head}, "lm_head", false);
     for (int i = 0; i < c.layers; ++i) {
         const auto& L = w.layers[static_cast<std::size_t>(i)];
-        const std::string p = "model.layers." + std::to_string(i) + ".", a = p + "self_attn.";
+        const std::string p = n::layer_prefix(false, i);
+        auto name = [&](const char* suffix) { return p + suffix; };
         const std::int64_t hd = c.layer_head_dim(i), K = c.conv_kernel;
-        b.floats(p + "input_layernorm.weight", {D}, L.attn_norm);
-        b.floats(p + "post_attention_layernorm.weight", {D}, L.mlp_norm);
-        b.matrix(a + "q_proj.weight", {L.wq}, "attn.q", false);
-        b.matrix(a + "k_proj.weight", {L.wk}, "attn.k", false);
-        b.matrix(a + "v_proj.weight", {L.wv}, "attn.v", false);
-        b.matrix(a + "r_proj.weight", {L.wr}, "attn.r", false);
-        b.matrix(a + "o_proj.weight", {L.wo}, "attn.o", false);
-        b.floats(a + "q_norm.weight", {hd}, L.q_norm);
-        b.floats(a + "k_norm.weight", {hd}, L.k_norm);
-        b.conv(a + "k_sconv.conv1d.weight", L.k_conv, K);
-        b.conv(a + "v_sconv.conv1d.weight", L.v_conv, K);
-        b.conv(p + "attn_sconv.conv1d.weight", L.attn_conv, K);
-        b.conv(p + "mlp_sconv.conv1d.weight", L.mlp_conv, K);
-        b.floats(a + "rel_logits_proj.proj", {c.d_rel, c.layer_extent(i)}, L.rel_bank);
-        const std::string m = p + "mlp.";
+        b.floats(name(n::kAttnNorm.transformers), {D}, L.attn_norm);
+        b.floats(name(n::kMlpNorm.transformers), {D}, L.mlp_norm);
+        b.matrix(name(n::kWq.transformers), {L.wq}, "attn.q", false);
+        b.matrix(name(n::kWk.transformers), {L.wk}, "attn.k", false);
+        b.matrix(name(n::kWv.transformers), {L.wv}, "attn.v", false);
+        b.matrix(name(n::kWr.transformers), {L.wr}, "attn.r", false);
+        b.matrix(name(n::kWo.transformers), {L.wo}, "attn.o", false);
+        b.floats(name(n::kQNorm.transformers), {hd}, L.q_norm);
+        b.floats(name(n::kKNorm.transformers), {hd}, L.k_norm);
+        b.conv(name(n::kKConv.transformers), L.k_conv, K);
+        b.conv(name(n::kVConv.transformers), L.v_conv, K);
+        b.conv(name(n::kAttnConv.transformers), L.attn_conv, K);
+        b.conv(name(n::kMlpConv.transformers), L.mlp_conv, K);
+        b.floats(name(n::kRelBank.transformers), {c.d_rel, c.layer_extent(i)}, L.rel_bank);
         if (!c.kinds[static_cast<std::size_t>(i)].sparse) {
-            b.matrix(m + "gate_proj.weight", {L.dense.gate}, "dense_mlp", false);
-            b.matrix(m + "up_proj.weight", {L.dense.up}, "dense_mlp", false);
-            b.matrix(m + "down_proj.weight", {L.dense.down}, "dense_mlp", false);
-            b.scalar(m + "global_scale", L.dense_scale);
+            b.matrix(name(n::kDenseGateUp.transformers_gate), {L.dense.gate}, "dense_mlp", false);
+            b.matrix(name(n::kDenseGateUp.transformers_up), {L.dense.up}, "dense_mlp", false);
+            b.matrix(name(n::kDenseDown.transformers), {L.dense.down}, "dense_mlp", false);
+            b.scalar(name(n::kDenseScale.transformers), L.dense_scale);
             continue;
         }
-        b.widened(m + "gate.weight", L.router);
-        b.floats(m + "gate.e_score_correction_bias", {c.experts}, L.router_bias);
-        b.scalar(m + "gate.global_scale", L.router_scale);
+        b.widened(name(n::kRouter.transformers), L.router);
+        b.floats(name(n::kRouterBias.transformers), {c.experts}, L.router_bias);
+        b.scalar(name(n::kRouterScale.transformers), L.router_scale);
         if (!L.shared.empty()) {
-            const std::string s = m + "shared_experts.";
-            b.matrix(s + "gate_proj", pick(L.shared, &model::Ffn::gate), "shared_experts", true);
-            b.matrix(s + "up_proj", pick(L.shared, &model::Ffn::up), "shared_experts", true);
-            b.matrix(s + "down_proj", pick(L.shared, &model::Ffn::down), "shared_experts", true);
+            b.matrix(name(n::kSharedGateUp.transformers_gate), pick(L.shared, &model::Ffn::gate), "shared_experts", true);
+            b.matrix(name(n::kSharedGateUp.transformers_up), pick(L.shared, &model::Ffn::up), "shared_experts", true);
+            b.matrix(name(n::kSharedDown.transformers), pick(L.shared, &model::Ffn::down), "shared_experts", true);
         }
     }
     if (o.keep_audio && w.audio_encoder) {
-        b.kept("model.audio_tower.embed_audio_tokens.embed_audio_tokens.weight", *w.audio_encoder);
-        b.floats("model.audio_tower.norm.weight", {D}, w.audio_norm);
+        b.kept(n::kAudioEncoder.transformers, *w.audio_encoder);
+        b.floats(n::kAudioNorm.transformers, {D}, w.audio_norm);
     }
 }
 

@@ -7,6 +7,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "engine/model/tensor_names.h"
 #include "engine/quant/quantize.h"
 
 namespace inkling::model {
@@ -173,13 +174,14 @@ std::vector<float> conv_weights(Binder& b, const std::string& name, std::int64_t
 }  // namespace
 
 Weights bind_weights(const Config& c, const SafetensorsSet& set, bool routed_in_container) {
+    namespace n = tensor_names;
     Binder b(set);
     Weights w;
     const auto& all = set.tensors();
     bool release = false, hf = false;
     for (const auto& [name, _] : all) {
-        release = release || name.starts_with("model.llm.");
-        hf = hf || name.starts_with("model.layers.") || name == "model.embed_tokens.weight";
+        release = release || name.starts_with(n::kReleasePrefix);
+        hf = hf || name.starts_with("model.layers.") || name == n::kEmbed.transformers;
     }
     if (!release && !hf)
         throw std::runtime_error("neither model.llm.* (release layout) nor model.layers.* (transformers layout) "
@@ -194,84 +196,72 @@ Weights bind_weights(const Config& c, const SafetensorsSet& set, bool routed_in_
         Matrix m = b.matrix(name, rows, D);
         return m.slice_rows(0, U);
     };
-    if (release) {
-        const std::string p = "model.llm.";
-        w.embed = b.matrix(p + "embed.weight", V, D);
-        if (b.has(p + "embed_norm.weight")) w.embed_norm = b.vec(p + "embed_norm.weight", {D});
-        w.final_norm = b.vec(p + "norm.weight", {D});
-        w.lm_head = head(p + "unembed.weight");
-    } else {
-        w.embed = b.matrix("model.embed_tokens.weight", V, D);
-        bool a = b.has("model.embed_norm.weight"), n = b.has("model.embed_tokens.embed_norm.weight");
-        if (a && n)
-            throw std::runtime_error("both model.embed_norm.weight and model.embed_tokens.embed_norm.weight exist: "
-                                     "which is the embed norm is ambiguous");
-        if (a) w.embed_norm = b.vec("model.embed_norm.weight", {D});
-        if (n) w.embed_norm = b.vec("model.embed_tokens.embed_norm.weight", {D});
-        w.final_norm = b.vec("model.norm.weight", {D});
-        w.lm_head = head("lm_head.weight");
-    }
+    w.embed = b.matrix(n::kEmbed.in(release), V, D);
+    const bool a = b.has(n::kEmbedNorm.in(release)), older = !release && b.has(n::kEmbedNormInEmbed);
+    if (a && older)
+        throw std::runtime_error(std::string("both ") + n::kEmbedNorm.transformers + " and " + n::kEmbedNormInEmbed +
+                                 " exist: which is the embed norm is ambiguous");
+    if (a) w.embed_norm = b.vec(n::kEmbedNorm.in(release), {D});
+    if (older) w.embed_norm = b.vec(n::kEmbedNormInEmbed, {D});
+    w.final_norm = b.vec(n::kFinalNorm.in(release), {D});
+    w.lm_head = head(n::kLmHead.in(release));
 
     const int K = c.conv_kernel;
     for (int i = 0; i < c.layers; ++i) {
         const std::int64_t H = c.layer_heads(i), KV = c.layer_kv_heads(i), hd = c.layer_head_dim(i);
         const std::int64_t ext = c.layer_extent(i), kvd = KV * hd;
         LayerWeights L;
-        const std::string p = release ? "model.llm.layers." + std::to_string(i) + "."
-                                      : "model.layers." + std::to_string(i) + ".";
-        const std::string a = release ? p + "attn." : p + "self_attn.";
-        const std::string conv = release ? ".weight" : ".conv1d.weight";
-        L.attn_norm = b.vec(p + (release ? "attn_norm.weight" : "input_layernorm.weight"), {D});
-        L.mlp_norm = b.vec(p + (release ? "mlp_norm.weight" : "post_attention_layernorm.weight"), {D});
-        L.wq = b.matrix(a + (release ? "wq_du.weight" : "q_proj.weight"), H * hd, D);
-        L.wk = b.matrix(a + (release ? "wk_dv.weight" : "k_proj.weight"), kvd, D);
-        L.wv = b.matrix(a + (release ? "wv_dv.weight" : "v_proj.weight"), kvd, D);
-        L.wr = b.matrix(a + (release ? "wr_du.weight" : "r_proj.weight"), H * c.d_rel, D);
-        L.wo = b.matrix(a + (release ? "wo_ud.weight" : "o_proj.weight"), D, H * hd);
-        L.q_norm = b.vec(a + "q_norm.weight", {hd});
-        L.k_norm = b.vec(a + "k_norm.weight", {hd});
-        L.k_conv = conv_weights(b, a + "k_sconv" + conv, kvd, K);
-        L.v_conv = conv_weights(b, a + "v_sconv" + conv, kvd, K);
-        L.attn_conv = conv_weights(b, p + "attn_sconv" + conv, D, K);
-        L.mlp_conv = conv_weights(b, p + "mlp_sconv" + conv, D, K);
-        L.rel_bank = b.vec(a + "rel_logits_proj.proj", {c.d_rel, ext});
-        const std::string m = p + "mlp.";
+        const std::string p = n::layer_prefix(release, i);
+        auto name = [&](const n::Name& nm) { return p + nm.in(release); };
+        L.attn_norm = b.vec(name(n::kAttnNorm), {D});
+        L.mlp_norm = b.vec(name(n::kMlpNorm), {D});
+        L.wq = b.matrix(name(n::kWq), H * hd, D);
+        L.wk = b.matrix(name(n::kWk), kvd, D);
+        L.wv = b.matrix(name(n::kWv), kvd, D);
+        L.wr = b.matrix(name(n::kWr), H * c.d_rel, D);
+        L.wo = b.matrix(name(n::kWo), D, H * hd);
+        L.q_norm = b.vec(name(n::kQNorm), {hd});
+        L.k_norm = b.vec(name(n::kKNorm), {hd});
+        L.k_conv = conv_weights(b, name(n::kKConv), kvd, K);
+        L.v_conv = conv_weights(b, name(n::kVConv), kvd, K);
+        L.attn_conv = conv_weights(b, name(n::kAttnConv), D, K);
+        L.mlp_conv = conv_weights(b, name(n::kMlpConv), D, K);
+        L.rel_bank = b.vec(name(n::kRelBank), {c.d_rel, ext});
         if (!c.kinds[i].sparse) {
             const std::int64_t I = c.dense_inter;
             if (release) {
-                auto [gate, up] = split_gate_up(b.matrix(m + "w13_dn.weight", 2 * I, D), true);
-                L.dense = {gate, up, b.matrix(m + "w2_md.weight", D, I)};
+                auto [gate, up] = split_gate_up(b.matrix(p + n::kDenseGateUp.release_fused, 2 * I, D), true);
+                L.dense = {gate, up, b.matrix(name(n::kDenseDown), D, I)};
             } else {
-                L.dense = {b.matrix(m + "gate_proj.weight", I, D), b.matrix(m + "up_proj.weight", I, D),
-                           b.matrix(m + "down_proj.weight", D, I)};
+                L.dense = {b.matrix(p + n::kDenseGateUp.transformers_gate, I, D),
+                           b.matrix(p + n::kDenseGateUp.transformers_up, I, D), b.matrix(name(n::kDenseDown), D, I)};
             }
-            L.dense_scale = b.scalar(m + "global_scale");
+            L.dense_scale = b.scalar(name(n::kDenseScale));
         } else {
             const std::int64_t I = c.moe_inter, E = c.experts, S = c.shared_experts;
-            L.router = b.matrix(m + "gate.weight", E + S, D);
-            L.router_bias = b.vec(m + (release ? "gate.bias" : "gate.e_score_correction_bias"), {E});
-            L.router_scale = b.scalar(m + "gate.global_scale");
+            L.router = b.matrix(name(n::kRouter), E + S, D);
+            L.router_bias = b.vec(name(n::kRouterBias), {E});
+            L.router_scale = b.scalar(name(n::kRouterScale));
             if (!routed_in_container) {
-                auto fused = b.stacked(m + (release ? "experts.w13_weight" : "experts.gate_up_proj"), E, 2 * I, D);
-                auto down = b.stacked(m + (release ? "experts.w2_weight" : "experts.down_proj"), E, D, I);
+                auto fused = b.stacked(name(n::kExpertsGateUp), E, 2 * I, D);
+                auto down = b.stacked(name(n::kExpertsDown), E, D, I);
                 for (std::int64_t e = 0; e < E; ++e) {
                     auto [gate, up] = split_gate_up(fused[e], release);
                     L.experts.push_back({gate, up, down[e]});
                 }
             }
             if (S > 0) {
-                const std::string s = m + "shared_experts.";
                 if (release) {
-                    auto sf = b.stacked(s + "shared_w13_weight", S, 2 * I, D);
-                    auto sd = b.stacked(s + "shared_w2_weight", S, D, I);
+                    auto sf = b.stacked(p + n::kSharedGateUp.release_fused, S, 2 * I, D);
+                    auto sd = b.stacked(name(n::kSharedDown), S, D, I);
                     for (std::int64_t j = 0; j < S; ++j) {
                         auto [gate, up] = split_gate_up(sf[j], true);
                         L.shared.push_back({gate, up, sd[j]});
                     }
                 } else {
-                    auto g = b.stacked(s + "gate_proj", S, I, D);
-                    auto u = b.stacked(s + "up_proj", S, I, D);
-                    auto d = b.stacked(s + "down_proj", S, D, I);
+                    auto g = b.stacked(p + n::kSharedGateUp.transformers_gate, S, I, D);
+                    auto u = b.stacked(p + n::kSharedGateUp.transformers_up, S, I, D);
+                    auto d = b.stacked(name(n::kSharedDown), S, D, I);
                     for (std::int64_t j = 0; j < S; ++j) L.shared.push_back({g[j], u[j], d[j]});
                 }
             }
@@ -279,14 +269,11 @@ Weights bind_weights(const Config& c, const SafetensorsSet& set, bool routed_in_
         w.layers.push_back(std::move(L));
     }
 
-    // The audio tower, from the model or an audio.safetensors sidecar.
-    for (const auto& [enc, norm] : {std::pair<std::string, std::string>{"model.audio.encoder.weight",
-                                                                        "model.audio.final_norm.weight"},
-                                    {"model.audio_tower.embed_audio_tokens.embed_audio_tokens.weight",
-                                     "model.audio_tower.norm.weight"}}) {
-        if (!b.has(enc)) continue;
-        w.audio_encoder = b.matrix(enc, static_cast<std::int64_t>(c.mel_bins) * c.mel_vocab, D);
-        w.audio_norm = b.vec(norm, {D});
+    // The audio tower, from the model or an audio.safetensors sidecar, in either spelling.
+    for (bool spelling : {true, false}) {
+        if (!b.has(n::kAudioEncoder.in(spelling))) continue;
+        w.audio_encoder = b.matrix(n::kAudioEncoder.in(spelling), static_cast<std::int64_t>(c.mel_bins) * c.mel_vocab, D);
+        w.audio_norm = b.vec(n::kAudioNorm.in(spelling), {D});
         break;
     }
     w.matrix_bytes = b.bytes();
