@@ -17,6 +17,10 @@ import zlib
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                "tools", "reference"))
+import tensor_names as tn  # noqa: E402
+
 problems = []
 
 
@@ -58,21 +62,11 @@ def to_f32(dtype, shape, raw):
     raise ValueError(dtype)
 
 
-RELEASE = [  # release suffix -> transformers suffix, inside model.llm.layers.N.
-    ("attn_norm.weight", "input_layernorm.weight"), ("mlp_norm.weight", "post_attention_layernorm.weight"),
-    ("attn.wq_du.weight", "self_attn.q_proj.weight"), ("attn.wk_dv.weight", "self_attn.k_proj.weight"),
-    ("attn.wv_dv.weight", "self_attn.v_proj.weight"), ("attn.wr_du.weight", "self_attn.r_proj.weight"),
-    ("attn.wo_ud.weight", "self_attn.o_proj.weight"), ("attn.q_norm.weight", "self_attn.q_norm.weight"),
-    ("attn.k_norm.weight", "self_attn.k_norm.weight"), ("attn.k_sconv.weight", "self_attn.k_sconv.conv1d.weight"),
-    ("attn.v_sconv.weight", "self_attn.v_sconv.conv1d.weight"), ("attn_sconv.weight", "attn_sconv.conv1d.weight"),
-    ("mlp_sconv.weight", "mlp_sconv.conv1d.weight"), ("attn.rel_logits_proj.proj", "self_attn.rel_logits_proj.proj"),
-    ("mlp.w2_md.weight", "mlp.down_proj.weight"), ("mlp.global_scale", "mlp.global_scale"),
-    ("mlp.gate.weight", "mlp.gate.weight"), ("mlp.gate.bias", "mlp.gate.e_score_correction_bias"),
-    ("mlp.gate.global_scale", "mlp.gate.global_scale"),
-    ("mlp.shared_experts.shared_w2_weight", "mlp.shared_experts.down_proj"),
-]
-AUDIO = {"model.audio.encoder.weight": "model.audio_tower.embed_audio_tokens.embed_audio_tokens.weight",
-         "model.audio.final_norm.weight": "model.audio_tower.norm.weight"}
+# Release name -> transformers name (tools/reference/tensor_names.py), for the tensors that
+# are one array under two names: the whole-model ones and the audio tower in full, a layer's
+# after its prefix.
+TOP = {rel: hf for _, rel, hf in tn.TOP + tn.AUDIO}
+LAYER = {rel: hf for _, rel, hf in tn.ATTENTION + tn.DENSE + tn.ROUTER + [tn.SHARED_DOWN]}
 
 
 def source_in_transformers_names(src):
@@ -83,44 +77,35 @@ def source_in_transformers_names(src):
         for name, (dtype, shape, raw) in read_safetensors(path).items():
             tensors[name] = (dtype, to_f32(dtype, shape, raw))
     out, routed = {}, {}
-    release = any(n.startswith("model.llm.") for n in tensors)
+    release = any(n.startswith(tn.RELEASE_PREFIX) for n in tensors)
+    experts_gate_up, experts_down = tn.pick(tn.EXPERTS_GATE_UP, release), tn.pick(tn.EXPERTS_DOWN, release)
     for name, (dtype, a) in tensors.items():
-        if name in AUDIO:
-            out[AUDIO[name]] = (dtype, a)
+        if name in TOP:
+            out[TOP[name]] = (dtype, a)
             continue
-        if not release:
-            parts = name.split(".")
-            if name == "model.embed_tokens.embed_norm.weight":
-                name = "model.embed_norm.weight"
-            if name.endswith("mlp.experts.gate_up_proj"):
-                i = a.shape[1] // 2
-                routed.setdefault(int(parts[2]), {})["gate"], routed[int(parts[2])]["up"] = a[:, :i], a[:, i:]
-                continue
-            if name.endswith("mlp.experts.down_proj"):
-                routed.setdefault(int(parts[2]), {})["down"] = a
-                continue
+        if name == tn.EMBED_NORM_IN_EMBED:
+            name = tn.pick(tn.EMBED_NORM, False)
+        in_layer = tn.split_layer_name(name)
+        if in_layer is None:
             out[name] = (dtype, a)
             continue
-        top = {"model.llm.embed.weight": "model.embed_tokens.weight", "model.llm.embed_norm.weight":
-               "model.embed_norm.weight", "model.llm.norm.weight": "model.norm.weight",
-               "model.llm.unembed.weight": "lm_head.weight"}
-        if name in top:
-            out[top[name]] = (dtype, a)
-            continue
-        parts = name.split(".")
-        layer, rest = int(parts[3]), ".".join(parts[4:])
-        p = f"model.layers.{layer}."
-        if rest == "mlp.w13_dn.weight":
-            out[p + "mlp.gate_proj.weight"], out[p + "mlp.up_proj.weight"] = (dtype, a[0::2]), (dtype, a[1::2])
-        elif rest == "mlp.shared_experts.shared_w13_weight":
-            out[p + "mlp.shared_experts.gate_proj"] = (dtype, a[:, 0::2])
-            out[p + "mlp.shared_experts.up_proj"] = (dtype, a[:, 1::2])
-        elif rest == "mlp.experts.w13_weight":
-            routed.setdefault(layer, {})["gate"], routed[layer]["up"] = a[:, 0::2], a[:, 1::2]
-        elif rest == "mlp.experts.w2_weight":
+        layer, rest = in_layer
+        p = tn.layer_prefix(False, layer)
+        if rest == experts_gate_up:  # release: rows interleaved; transformers: gate rows, then up
+            i = a.shape[1] // 2
+            gate, up = (a[:, 0::2], a[:, 1::2]) if release else (a[:, :i], a[:, i:])
+            routed.setdefault(layer, {})["gate"], routed[layer]["up"] = gate, up
+        elif rest == experts_down:
             routed.setdefault(layer, {})["down"] = a
+        elif not release:
+            out[name] = (dtype, a)
+        elif rest == tn.DENSE_GATE_UP[0]:
+            out[p + tn.DENSE_GATE_UP[1]], out[p + tn.DENSE_GATE_UP[2]] = (dtype, a[0::2]), (dtype, a[1::2])
+        elif rest == tn.SHARED_GATE_UP[0]:
+            out[p + tn.SHARED_GATE_UP[1]] = (dtype, a[:, 0::2])
+            out[p + tn.SHARED_GATE_UP[2]] = (dtype, a[:, 1::2])
         else:
-            out[p + dict(RELEASE)[rest]] = (dtype, a)
+            out[p + LAYER[rest]] = (dtype, a)
     return out, routed
 
 

@@ -37,6 +37,9 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "reference"))
+import tensor_names as tn  # noqa: E402
+
 # --------------------------------------------------------------------------- geometries
 
 _COMMON = dict(vocab=512, unpad=500, D=64, heads=4, kv=2, hd=16, swa_heads=4, swa_kv=4,
@@ -287,82 +290,50 @@ def layout_tensors(g, w, layout, embed_norm_name):
     model, audio = {}, {}
     if layout == "release" and g.get("stream"):
         raise SystemExit("streamed geometries are written in the hf layout only")
-    if layout == "release":
-        P = "model.llm."
-        model[P + "embed.weight"] = w["embed"]
-        model[P + "embed_norm.weight"] = w["embed_norm"]
-        model[P + "norm.weight"] = w["norm"]
-        model[P + "unembed.weight"] = w["lm_head"][:g["unpad"]]
-        for i in range(L):
-            s, p = f"L{i}.", f"{P}layers.{i}."
-            model[p + "attn_norm.weight"] = w[s + "attn_norm"]
-            model[p + "mlp_norm.weight"] = w[s + "mlp_norm"]
-            for k, n in (("wq", "wq_du"), ("wk", "wk_dv"), ("wv", "wv_dv"), ("wr", "wr_du"),
-                         ("wo", "wo_ud"), ("q_norm", "q_norm"), ("k_norm", "k_norm")):
-                model[p + f"attn.{n}.weight"] = w[s + k]
-            model[p + "attn.k_sconv.weight"] = w[s + "k_conv"]
-            model[p + "attn.v_sconv.weight"] = w[s + "v_conv"]
-            model[p + "attn_sconv.weight"] = w[s + "attn_conv"]
-            model[p + "mlp_sconv.weight"] = w[s + "mlp_conv"]
-            model[p + "attn.rel_logits_proj.proj"] = w[s + "relp"]
-            if not sparse[i]:
-                model[p + "mlp.w13_dn.weight"] = _interleave(w[s + "gate"], w[s + "up"], 0)
-                model[p + "mlp.w2_md.weight"] = w[s + "down"]
-                model[p + "mlp.global_scale"] = w[s + "dense_scale"]
-            else:
-                model[p + "mlp.gate.weight"] = w[s + "router"]
-                model[p + "mlp.gate.bias"] = w[s + "router_bias"]
-                model[p + "mlp.gate.global_scale"] = w[s + "router_scale"]
-                model[p + "mlp.experts.w13_weight"] = _interleave(w[s + "x_gate"], w[s + "x_up"], 1)
-                model[p + "mlp.experts.w2_weight"] = w[s + "x_down"]
-                if g["ns"]:
-                    model[p + "mlp.shared_experts.shared_w13_weight"] = _interleave(
-                        w[s + "s_gate"], w[s + "s_up"], 1)
-                    model[p + "mlp.shared_experts.shared_w2_weight"] = w[s + "s_down"]
-        if g["audio"]:
-            model["model.audio.encoder.weight"] = w["audio_enc"]
-            model["model.audio.final_norm.weight"] = w["audio_norm"]
+    release = layout == "release"
+
+    def put(name_row, a, prefix=""):
+        model[prefix + tn.pick(name_row, release)] = a
+
+    def put_gate_up(names, gate, up, axis, prefix):
+        """Release: one fused tensor, rows interleaved; transformers: gate and up apart."""
+        if release:
+            model[prefix + names[0]] = _interleave(gate, up, axis)
+        else:
+            model[prefix + names[1]], model[prefix + names[2]] = gate, up
+
+    for row in (tn.EMBED, tn.FINAL_NORM):
+        put(row, w[row[0]])
+    if release or embed_norm_name == "model":
+        put(tn.EMBED_NORM, w["embed_norm"])
     else:
-        model["model.embed_tokens.weight"] = w["embed"]
-        en = "model.embed_norm.weight" if embed_norm_name == "model" else "model.embed_tokens.embed_norm.weight"
-        model[en] = w["embed_norm"]
-        model["model.norm.weight"] = w["norm"]
-        model["lm_head.weight"] = w["lm_head"]
-        for i in range(L):
-            s, p = f"L{i}.", f"model.layers.{i}."
-            a = p + "self_attn."
-            model[p + "input_layernorm.weight"] = w[s + "attn_norm"]
-            model[p + "post_attention_layernorm.weight"] = w[s + "mlp_norm"]
-            for k in ("q", "k", "v", "r", "o"):
-                model[a + f"{k}_proj.weight"] = w[s + "w" + k]
-            model[a + "q_norm.weight"] = w[s + "q_norm"]
-            model[a + "k_norm.weight"] = w[s + "k_norm"]
-            model[a + "k_sconv.conv1d.weight"] = w[s + "k_conv"]
-            model[a + "v_sconv.conv1d.weight"] = w[s + "v_conv"]
-            model[p + "attn_sconv.conv1d.weight"] = w[s + "attn_conv"]
-            model[p + "mlp_sconv.conv1d.weight"] = w[s + "mlp_conv"]
-            model[a + "rel_logits_proj.proj"] = w[s + "relp"]
-            m = p + "mlp."
-            if not sparse[i]:
-                model[m + "gate_proj.weight"] = w[s + "gate"]
-                model[m + "up_proj.weight"] = w[s + "up"]
-                model[m + "down_proj.weight"] = w[s + "down"]
-                model[m + "global_scale"] = w[s + "dense_scale"]
-            else:
-                model[m + "gate.weight"] = w[s + "router"]
-                model[m + "gate.e_score_correction_bias"] = w[s + "router_bias"]
-                model[m + "gate.global_scale"] = w[s + "router_scale"]
-                gate, up = w[s + "x_gate"], w[s + "x_up"]
-                model[m + "experts.gate_up_proj"] = (LazyConcat([gate, up]) if isinstance(gate, LazyStack)
-                                                     else np.concatenate([gate, up], 1))
-                model[m + "experts.down_proj"] = w[s + "x_down"]
-                if g["ns"]:
-                    model[m + "shared_experts.gate_proj"] = w[s + "s_gate"]
-                    model[m + "shared_experts.up_proj"] = w[s + "s_up"]
-                    model[m + "shared_experts.down_proj"] = w[s + "s_down"]
-        if g["audio"]:
-            audio["model.audio.encoder.weight"] = w["audio_enc"]
-            audio["model.audio.final_norm.weight"] = w["audio_norm"]
+        model[tn.EMBED_NORM_IN_EMBED] = w["embed_norm"]
+    put(tn.LM_HEAD, w["lm_head"][:g["unpad"]] if release else w["lm_head"])
+    for i in range(L):
+        s, p = f"L{i}.", tn.layer_prefix(release, i)
+        for row in tn.ATTENTION:
+            put(row, w[s + row[0]], p)
+        if not sparse[i]:
+            put_gate_up(tn.DENSE_GATE_UP, w[s + "gate"], w[s + "up"], 0, p)
+            for row in tn.DENSE:
+                put(row, w[s + row[0]], p)
+            continue
+        for row in tn.ROUTER:
+            put(row, w[s + row[0]], p)
+        gate, up = w[s + "x_gate"], w[s + "x_up"]
+        if release:
+            put(tn.EXPERTS_GATE_UP, _interleave(gate, up, 1), p)
+        else:  # grouped: gate rows, then up rows
+            put(tn.EXPERTS_GATE_UP, LazyConcat([gate, up]) if isinstance(gate, LazyStack)
+                else np.concatenate([gate, up], 1), p)
+        put(tn.EXPERTS_DOWN, w[s + "x_down"], p)
+        if g["ns"]:
+            put_gate_up(tn.SHARED_GATE_UP, w[s + "s_gate"], w[s + "s_up"], 1, p)
+            put(tn.SHARED_DOWN, w[s + "s_down"], p)
+    if g["audio"]:
+        # The release spelling in both layouts: inside the model (release), a sidecar (hf).
+        for key, rel, _ in tn.AUDIO:
+            (model if release else audio)[rel] = w[key]
     return model, audio
 
 

@@ -16,6 +16,7 @@ import sys
 
 import numpy as np
 
+import tensor_names as tn
 from safetensors_read import SafetensorsError, open_model_dir
 
 
@@ -245,125 +246,80 @@ def load_weights(model_dir, c):
                 f.entries[new] = f.entries.pop(n)
                 ts.where[new] = f
         names = set(ts.names())
-    if any(n.startswith("model.llm.") for n in names):
+    if any(n.startswith(tn.RELEASE_PREFIX) for n in names):
         layout = "release"
-    elif "model.embed_tokens.weight" in names or any(n.startswith("model.layers.") for n in names):
+    elif tn.pick(tn.EMBED, False) in names or any(n.startswith("model.layers.") for n in names):
         layout = "hf"
     else:
         raise ModelError(f"{model_dir}: neither model.llm.* (release) nor model.layers.* "
                          f"(transformers) tensors found")
+    release = layout == "release"
     r = _Reader(ts)
     D, V = c.D, c.vocab
     W = {"layout": layout, "layers": []}
 
-    if layout == "release":
-        P = "model.llm."
-        W["embed"] = r.get(P + "embed.weight", (V, D))
-        W["embed_norm"] = r.get(P + "embed_norm.weight", (D,)) if r.has(P + "embed_norm.weight") else None
-        W["norm"] = r.get(P + "norm.weight", (D,))
-        un = P + "unembed.weight"
-        rows = ts.shape(un)[0] if un in ts else V
-        if rows not in (V, c.unpad_vocab):
-            raise ModelError(f"tensor {un}: expected shape [{V}, {D}] or [{c.unpad_vocab}, {D}], "
-                             f"found {list(ts.shape(un))}")
-        W["lm_head"] = r.get(un, (rows, D))[:c.unpad_vocab]
-    else:
-        W["embed"] = r.get("model.embed_tokens.weight", (V, D))
-        en = [n for n in ("model.embed_norm.weight", "model.embed_tokens.embed_norm.weight") if n in ts]
-        if len(en) > 1:
-            raise ModelError("both model.embed_norm.weight and model.embed_tokens.embed_norm.weight "
-                             "are present; which one is the embed norm is ambiguous")
-        W["embed_norm"] = r.get(en[0], (D,)) if en else None
-        W["norm"] = r.get("model.norm.weight", (D,))
-        un = "lm_head.weight"
-        rows = ts.shape(un)[0] if un in ts else V
-        if rows not in (V, c.unpad_vocab):
-            raise ModelError(f"tensor {un}: expected shape [{V}, {D}] or [{c.unpad_vocab}, {D}], "
-                             f"found {list(ts.shape(un))}")
-        W["lm_head"] = r.get(un, (rows, D))[:c.unpad_vocab]
+    W["embed"] = r.get(tn.pick(tn.EMBED, release), (V, D))
+    en = [n for n in (tn.pick(tn.EMBED_NORM, release),) + (() if release else (tn.EMBED_NORM_IN_EMBED,)) if n in ts]
+    if len(en) > 1:
+        raise ModelError(f"both {en[0]} and {en[1]} are present; which one is the embed norm is ambiguous")
+    W["embed_norm"] = r.get(en[0], (D,)) if en else None
+    W["norm"] = r.get(tn.pick(tn.FINAL_NORM, release), (D,))
+    un = tn.pick(tn.LM_HEAD, release)
+    rows = ts.shape(un)[0] if un in ts else V
+    if rows not in (V, c.unpad_vocab):
+        raise ModelError(f"tensor {un}: expected shape [{V}, {D}] or [{c.unpad_vocab}, {D}], "
+                         f"found {list(ts.shape(un))}")
+    W["lm_head"] = r.get(un, (rows, D))[:c.unpad_vocab]
 
     K = c.conv_k
     for i in range(c.L):
         H, KV, hd, ext = layer_geom(c, i)
         kvd = KV * hd
-        w = {}
-        if layout == "release":
-            p = f"model.llm.layers.{i}."
-            w["attn_norm"] = r.get(p + "attn_norm.weight", (D,))
-            w["mlp_norm"] = r.get(p + "mlp_norm.weight", (D,))
-            w["wq"] = r.get(p + "attn.wq_du.weight", (H * hd, D))
-            w["wk"] = r.get(p + "attn.wk_dv.weight", (kvd, D))
-            w["wv"] = r.get(p + "attn.wv_dv.weight", (kvd, D))
-            w["wr"] = r.get(p + "attn.wr_du.weight", (H * c.d_rel, D))
-            w["wo"] = r.get(p + "attn.wo_ud.weight", (D, H * hd))
-            w["q_norm"] = r.get(p + "attn.q_norm.weight", (hd,))
-            w["k_norm"] = r.get(p + "attn.k_norm.weight", (hd,))
-            w["k_conv"] = r.get(p + "attn.k_sconv.weight", (kvd, 1, K))[:, 0, :]
-            w["v_conv"] = r.get(p + "attn.v_sconv.weight", (kvd, 1, K))[:, 0, :]
-            w["attn_conv"] = r.get(p + "attn_sconv.weight", (D, 1, K))[:, 0, :]
-            w["mlp_conv"] = r.get(p + "mlp_sconv.weight", (D, 1, K))[:, 0, :]
-            w["relp"] = r.get(p + "attn.rel_logits_proj.proj", (c.d_rel, ext))
-            if not c.sparse[i]:
-                I = c.dense_inter
-                w["gate"], w["up"] = _deinterleave(r.get(p + "mlp.w13_dn.weight", (2 * I, D)), 0)
-                w["down"] = r.get(p + "mlp.w2_md.weight", (D, I))
-                w["dense_scale"] = r.scalar(p + "mlp.global_scale")
+        p = tn.layer_prefix(release, i)
+
+        def name(row):
+            return p + tn.pick(row, release)
+
+        shapes = {"attn_norm": (D,), "mlp_norm": (D,), "wq": (H * hd, D), "wk": (kvd, D), "wv": (kvd, D),
+                  "wr": (H * c.d_rel, D), "wo": (D, H * hd), "q_norm": (hd,), "k_norm": (hd,),
+                  "k_conv": (kvd, 1, K), "v_conv": (kvd, 1, K), "attn_conv": (D, 1, K), "mlp_conv": (D, 1, K),
+                  "relp": (c.d_rel, ext)}
+        w = {row[0]: r.get(name(row), shapes[row[0]]) for row in tn.ATTENTION}
+        for k in ("k_conv", "v_conv", "attn_conv", "mlp_conv"):
+            w[k] = w[k][:, 0, :]
+        if not c.sparse[i]:
+            I = c.dense_inter
+            fused, gate, up = tn.DENSE_GATE_UP
+            if release:
+                w["gate"], w["up"] = _deinterleave(r.get(p + fused, (2 * I, D)), 0)
             else:
-                I, E, S = c.moe_inter, c.E, c.ns
-                w["router"] = r.get(p + "mlp.gate.weight", (E + S, D))
-                w["router_bias"] = r.get(p + "mlp.gate.bias", (E,))
-                w["router_scale"] = r.scalar(p + "mlp.gate.global_scale")
-                w["x_gate"], w["x_up"] = _deinterleave(r.get(p + "mlp.experts.w13_weight", (E, 2 * I, D)), 1)
-                w["x_down"] = r.get(p + "mlp.experts.w2_weight", (E, D, I))
-                if S:
-                    w["s_gate"], w["s_up"] = _deinterleave(
-                        r.get(p + "mlp.shared_experts.shared_w13_weight", (S, 2 * I, D)), 1)
-                    w["s_down"] = r.get(p + "mlp.shared_experts.shared_w2_weight", (S, D, I))
+                w["gate"], w["up"] = r.get(p + gate, (I, D)), r.get(p + up, (I, D))
+            down, scale = tn.DENSE
+            w["down"] = r.get(name(down), (D, I))
+            w["dense_scale"] = r.scalar(name(scale))
         else:
-            p = f"model.layers.{i}."
-            a = p + "self_attn."
-            w["attn_norm"] = r.get(p + "input_layernorm.weight", (D,))
-            w["mlp_norm"] = r.get(p + "post_attention_layernorm.weight", (D,))
-            w["wq"] = r.get(a + "q_proj.weight", (H * hd, D))
-            w["wk"] = r.get(a + "k_proj.weight", (kvd, D))
-            w["wv"] = r.get(a + "v_proj.weight", (kvd, D))
-            w["wr"] = r.get(a + "r_proj.weight", (H * c.d_rel, D))
-            w["wo"] = r.get(a + "o_proj.weight", (D, H * hd))
-            w["q_norm"] = r.get(a + "q_norm.weight", (hd,))
-            w["k_norm"] = r.get(a + "k_norm.weight", (hd,))
-            w["k_conv"] = r.get(a + "k_sconv.conv1d.weight", (kvd, 1, K))[:, 0, :]
-            w["v_conv"] = r.get(a + "v_sconv.conv1d.weight", (kvd, 1, K))[:, 0, :]
-            w["attn_conv"] = r.get(p + "attn_sconv.conv1d.weight", (D, 1, K))[:, 0, :]
-            w["mlp_conv"] = r.get(p + "mlp_sconv.conv1d.weight", (D, 1, K))[:, 0, :]
-            w["relp"] = r.get(a + "rel_logits_proj.proj", (c.d_rel, ext))
-            m = p + "mlp."
-            if not c.sparse[i]:
-                I = c.dense_inter
-                w["gate"] = r.get(m + "gate_proj.weight", (I, D))
-                w["up"] = r.get(m + "up_proj.weight", (I, D))
-                w["down"] = r.get(m + "down_proj.weight", (D, I))
-                w["dense_scale"] = r.scalar(m + "global_scale")
-            else:
-                I, E, S = c.moe_inter, c.E, c.ns
-                w["router"] = r.get(m + "gate.weight", (E + S, D))
-                w["router_bias"] = r.get(m + "gate.e_score_correction_bias", (E,))
-                w["router_scale"] = r.scalar(m + "gate.global_scale")
-                gu = r.get(m + "experts.gate_up_proj", (E, 2 * I, D))
-                w["x_gate"], w["x_up"] = gu[:, :I, :], gu[:, I:, :]
-                w["x_down"] = r.get(m + "experts.down_proj", (E, D, I))
-                if S:
-                    w["s_gate"] = r.get(m + "shared_experts.gate_proj", (S, I, D))
-                    w["s_up"] = r.get(m + "shared_experts.up_proj", (S, I, D))
-                    w["s_down"] = r.get(m + "shared_experts.down_proj", (S, D, I))
+            I, E, S = c.moe_inter, c.E, c.ns
+            router, bias, scale = tn.ROUTER
+            w["router"] = r.get(name(router), (E + S, D))
+            w["router_bias"] = r.get(name(bias), (E,))
+            w["router_scale"] = r.scalar(name(scale))
+            gu = r.get(name(tn.EXPERTS_GATE_UP), (E, 2 * I, D))
+            w["x_gate"], w["x_up"] = _deinterleave(gu, 1) if release else (gu[:, :I, :], gu[:, I:, :])
+            w["x_down"] = r.get(name(tn.EXPERTS_DOWN), (E, D, I))
+            if S:
+                fused, gate, up = tn.SHARED_GATE_UP
+                if release:
+                    w["s_gate"], w["s_up"] = _deinterleave(r.get(p + fused, (S, 2 * I, D)), 1)
+                else:
+                    w["s_gate"], w["s_up"] = r.get(p + gate, (S, I, D)), r.get(p + up, (S, I, D))
+                w["s_down"] = r.get(name(tn.SHARED_DOWN), (S, D, I))
         for k in ("dense_scale", "router_scale"):
             if k in w and w[k] is None:
                 w[k] = 1.0
         W["layers"].append(w)
 
-    # audio tower (in the model or in the audio.safetensors sidecar)
-    enc_names = ("model.audio.encoder.weight",
-                 "model.audio_tower.embed_audio_tokens.embed_audio_tokens.weight")
-    nrm_names = ("model.audio.final_norm.weight", "model.audio_tower.norm.weight")
+    # audio tower (in the model or in the audio.safetensors sidecar, in either spelling)
+    (_, *enc_names), (_, *nrm_names) = tn.AUDIO
     if any(n in ts for n in enc_names):
         W["audio_enc"] = r.first(enc_names, (c.mel_bins * c.mel_vocab, D), "audio encoder")
         W["audio_norm"] = r.first(nrm_names, (D,), "audio final norm")
