@@ -8,6 +8,7 @@ Prints PASS/FAIL lines; exit status 1 if any check failed. Standard library only
 import base64
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -78,6 +79,7 @@ def main():
         report("the restart is counted in /metrics", (g.metric("inkling_engine_restarts_total") or 0) >= 1)
     finally:
         g.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
 
     g = Gateway(slots=1)
     try:
