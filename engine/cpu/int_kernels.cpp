@@ -179,31 +179,29 @@ INKLING_VNNI inline __m512i reduce16_vnni(const __m512i* p) {
     return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15), s);
 }
 
-// int8 × int8 pair of blocks: w ^ 0x80 = w + 128 is unsigned, dpbusd gives Σ (w+128)·x, and
-// 128·Σx is taken back afterwards. `bytes` = 64, or 32 for a lone last block.
+// The weights of a pair of blocks as unsigned bytes for dpbusd, and the offset (a power of
+// two) that makes them so, taken back afterwards as offset·Σx.
+// int8: w ^ 0x80 = w + 128. `single`: a lone last block (the upper 32 bytes read as 0,
+// which becomes 128 — against activations read as 0 there).
 struct I8Vnni {
     const std::int8_t* w;
-    const std::int8_t* x;
     static constexpr int kShift = 7;
     INKLING_VNNI __m512i pair(std::int64_t b) const {
         _mm_prefetch(reinterpret_cast<const char*>(w + b * kB) + kPrefetch, _MM_HINT_T0);
-        const __m512i wv = _mm512_loadu_si512(w + b * kB), xv = _mm512_loadu_si512(x + b * kB);
-        return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(wv, _mm512_set1_epi8(-128)), xv);
+        return _mm512_xor_si512(_mm512_loadu_si512(w + b * kB), _mm512_set1_epi8(-128));
     }
     INKLING_VNNI __m512i single(std::int64_t b) const {
-        const __mmask64 m = 0xffffffffull;
-        const __m512i wv = _mm512_maskz_loadu_epi8(m, w + b * kB), xv = _mm512_maskz_loadu_epi8(m, x + b * kB);
-        return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(wv, _mm512_set1_epi8(-128)), xv);
+        return _mm512_xor_si512(_mm512_maskz_loadu_epi8(0xffffffffull, w + b * kB), _mm512_set1_epi8(-128));
     }
 };
 
-// int4 pair of blocks (32 bytes): 128-bit lanes [block b low nibbles, its high nibbles,
-// block b+1 low, high] against `x` in the q4 order; nibble ^ 8 = q + 8 as in Q4Avx2.
+// int4 (32 bytes a pair): 128-bit lanes [block b low nibbles, its high nibbles, block b+1
+// low, high] for activations in the q4 order; nibble ^ 8 = q + 8 as in Q4Avx2. Expanded
+// once per pair whatever the number of activation rows it meets.
 struct Q4Vnni {
     const std::uint8_t* w;
-    const std::int8_t* x;
     static constexpr int kShift = 3;
-    INKLING_VNNI __m512i expand(__m256i wb) const {
+    INKLING_VNNI static __m512i expand(__m256i wb) {
         wb = _mm256_xor_si256(wb, _mm256_set1_epi8(static_cast<char>(0x88)));
         __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(wb), _mm256_srli_epi16(wb, 4), 1);
         z = _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0));
@@ -211,48 +209,152 @@ struct Q4Vnni {
     }
     INKLING_VNNI __m512i pair(std::int64_t b) const {
         if (b % 4 == 0) _mm_prefetch(reinterpret_cast<const char*>(w + b * kB / 2) + kPrefetch, _MM_HINT_T0);
-        const __m256i wb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + b * kB / 2));
-        return _mm512_dpbusd_epi32(_mm512_setzero_si512(), expand(wb), _mm512_loadu_si512(x + b * kB));
+        return expand(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + b * kB / 2)));
     }
-    INKLING_VNNI __m512i single(std::int64_t b) const {
-        const __m256i wb = _mm256_maskz_loadu_epi8(0xffff, w + b * kB / 2);
-        const __m512i xv = _mm512_maskz_loadu_epi8(0xffffffffull, x + b * kB);
-        return _mm512_dpbusd_epi32(_mm512_setzero_si512(), expand(wb), xv);
-    }
+    INKLING_VNNI __m512i single(std::int64_t b) const { return expand(_mm256_maskz_loadu_epi8(0xffff, w + b * kB / 2)); }
 };
 
-template <class K>
-INKLING_VNNI float dot_vnni(const K& kern, const Blocks& k) {
-    __m512 acc = _mm512_setzero_ps();
-    __m512i p[8];
-    std::int64_t b = 0;
-    for (; b + 16 <= k.n; b += 16) {
-#pragma GCC unroll 8
-        for (int j = 0; j < 8; ++j) p[j] = kern.pair(b + 2 * j);
-        const __m512i xs = _mm512_slli_epi32(_mm512_loadu_si512(k.xsums + b), K::kShift);
-        const __m512i isum = _mm512_sub_epi32(reduce16_vnni(p), xs);
-        const __m512 d = _mm512_mul_ps(_mm512_loadu_ps(k.sw + b), _mm512_loadu_ps(k.sx + b));
-        acc = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(isum), acc);
-    }
-    if (b < k.n) {
-        const std::int64_t n = k.n - b;
-        for (int j = 0; j < 8; ++j) {
-            if (2 * j + 1 < n) p[j] = kern.pair(b + 2 * j);
-            else if (2 * j < n) p[j] = kern.single(b + 2 * j);
-            else p[j] = _mm512_setzero_si512();
-        }
-        const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
-        const __m512i xs = _mm512_slli_epi32(_mm512_maskz_loadu_epi32(m, k.xsums + b), K::kShift);
-        const __m512i isum = _mm512_sub_epi32(reduce16_vnni(p), xs);
-        const __m512 d = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, k.sw + b), _mm512_maskz_loadu_ps(m, k.sx + b));
-        acc = _mm512_mask3_fmadd_ps(d, _mm512_cvtepi32_ps(isum), acc, m);
-    }
-    const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
-    return finish8_avx2(h8);
+// The float part of 16 blocks (the pattern of int_kernels.h) from the partial sums of their
+// 8 pairs.
+template <int Shift>
+INKLING_VNNI inline __m512 fold16(const __m512i* p, const Blocks& k, std::int64_t b, __m512 acc) {
+    const __m512i xs = _mm512_slli_epi32(_mm512_loadu_si512(k.xsums + b), Shift);
+    const __m512i isum = _mm512_sub_epi32(reduce16_vnni(p), xs);
+    const __m512 d = _mm512_mul_ps(_mm512_loadu_ps(k.sw + b), _mm512_loadu_ps(k.sx + b));
+    return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(isum), acc);
 }
 
-float dot_i8_vnni(const std::int8_t* w, const std::int8_t* x, const Blocks& k) { return dot_vnni(I8Vnni{w, x}, k); }
-float dot_q4_vnni(const std::uint8_t* w, const std::int8_t* x, const Blocks& k) { return dot_vnni(Q4Vnni{w, x}, k); }
+// One weight row against R activation rows: each pair of weight blocks is loaded (and, for
+// int4, expanded) once and meets every row; each row's sum is formed exactly as for R = 1.
+template <class K, int R>
+INKLING_VNNI void dot_vnni_rows(const K& kern, const std::int8_t* const* x, const Blocks* k, float* out) {
+    const std::int64_t n = k[0].n;
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    __m512i p[R][8];
+    std::int64_t b = 0;
+    for (; b + 16 <= n; b += 16) {
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j) {
+            const __m512i wv = kern.pair(b + 2 * j);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r)
+                p[r][j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv, _mm512_loadu_si512(x[r] + (b + 2 * j) * kB));
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) acc[r] = fold16<K::kShift>(p[r], k[r], b, acc[r]);
+    }
+    if (b < n) {
+        const std::int64_t left = n - b;
+        for (int j = 0; j < 8; ++j) {
+            const std::int64_t at = b + 2 * j;
+            if (2 * j >= left) {
+                for (int r = 0; r < R; ++r) p[r][j] = _mm512_setzero_si512();
+                continue;
+            }
+            const bool pair = 2 * j + 1 < left;
+            const __m512i wv = pair ? kern.pair(at) : kern.single(at);
+            for (int r = 0; r < R; ++r) {
+                const __m512i xv = pair ? _mm512_loadu_si512(x[r] + at * kB)
+                                        : _mm512_maskz_loadu_epi8(0xffffffffull, x[r] + at * kB);
+                p[r][j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv, xv);
+            }
+        }
+        const __mmask16 m = static_cast<__mmask16>((1u << left) - 1);
+        for (int r = 0; r < R; ++r) {
+            const __m512i xs = _mm512_slli_epi32(_mm512_maskz_loadu_epi32(m, k[r].xsums + b), K::kShift);
+            const __m512i isum = _mm512_sub_epi32(reduce16_vnni(p[r]), xs);
+            const __m512 d =
+                _mm512_mul_ps(_mm512_maskz_loadu_ps(m, k[r].sw + b), _mm512_maskz_loadu_ps(m, k[r].sx + b));
+            acc[r] = _mm512_mask3_fmadd_ps(d, _mm512_cvtepi32_ps(isum), acc[r], m);
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        out[r] = finish8_avx2(_mm256_add_ps(_mm512_castps512_ps256(acc[r]), _mm512_extractf32x8_ps(acc[r], 1)));
+}
+
+template <int R>
+void rows_i8_vnni(const std::uint8_t* w, const std::int8_t* const* x, const Blocks* k, float* out) {
+    dot_vnni_rows<I8Vnni, R>(I8Vnni{reinterpret_cast<const std::int8_t*>(w)}, x, k, out);
+}
+template <int R>
+void rows_q4_vnni(const std::uint8_t* w, const std::int8_t* const* x, const Blocks* k, float* out) {
+    dot_vnni_rows<Q4Vnni, R>(Q4Vnni{w}, x, k, out);
+}
+
+float dot_i8_vnni(const std::int8_t* w, const std::int8_t* x, const Blocks& k) {
+    float out;
+    rows_i8_vnni<1>(reinterpret_cast<const std::uint8_t*>(w), &x, &k, &out);
+    return out;
+}
+float dot_q4_vnni(const std::uint8_t* w, const std::int8_t* x, const Blocks& k) {
+    float out;
+    rows_q4_vnni<1>(w, &x, &k, &out);
+    return out;
+}
+
+// Activation rows a weight row meets at once (the p[R][8] sums of R = 4 fill 32 zmm only
+// briefly; measured against 2 and 3 in docs/performance.md).
+constexpr int kRowsPerLoad = 4;
+using RowsFn = void (*)(const std::uint8_t*, const std::int8_t* const*, const Blocks*, float*);
+constexpr RowsFn kI8Rows[] = {rows_i8_vnni<1>, rows_i8_vnni<2>, rows_i8_vnni<3>, rows_i8_vnni<4>};
+constexpr RowsFn kQ4Rows[] = {rows_q4_vnni<1>, rows_q4_vnni<2>, rows_q4_vnni<3>, rows_q4_vnni<4>};
+
+// Activation quantization, vectorized: the same values as quant::quantize_activations bit
+// for bit (s = max|x| / 127 in f32, q = round(x / s) by IEEE division, ties away from zero,
+// NaN to -127 as lround's LONG_MIN clamps there), and the q4 order in the same pass.
+INKLING_VNNI void quantize_vnni(const float* x, std::int64_t rows, std::int64_t cols, quant::QuantizedActivations& out,
+                                std::int8_t* q4) {
+    alignas(64) static constexpr std::int32_t kEven[16] = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+    alignas(64) static constexpr std::int32_t kOdd[16] = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
+    const __m512i even = _mm512_load_si512(kEven), odd = _mm512_load_si512(kOdd);
+    const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f), limit = _mm512_set1_ps(127.0f);
+    const __m512 neg_limit = _mm512_set1_ps(-127.0f);
+    const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
+    for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t b = 0; b < out.blocks; ++b) {
+            const std::int64_t begin = b * kB, n = std::min(cols, begin + kB) - begin;
+            const float* src = x + r * cols + begin;
+            const std::size_t at = static_cast<std::size_t>(r * out.padded + begin);
+            const __mmask16 m0 = n >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << n) - 1);
+            const __mmask16 m1 = n >= 32  ? __mmask16(0xffff)
+                                 : n > 16 ? static_cast<__mmask16>((1u << (n - 16)) - 1)
+                                          : __mmask16(0);
+            const __m512 v0 = _mm512_maskz_loadu_ps(m0, src), v1 = _mm512_maskz_loadu_ps(m1, src + 16);
+            // max(|v|, m) keeps m where |v| is NaN, as std::max(m, |v|) does.
+            __m512 mx = _mm512_max_ps(_mm512_abs_ps(v0), _mm512_setzero_ps());
+            mx = _mm512_max_ps(_mm512_abs_ps(v1), mx);
+            const float scale = _mm512_reduce_max_ps(mx) / 127.0f;
+            const std::size_t sb = static_cast<std::size_t>(r * out.blocks + b);
+            out.scales[sb] = scale;
+            if (scale == 0.0f) {
+                out.sums[sb] = 0;  // q stays 0 (cleared), q4 likewise
+                continue;
+            }
+            const __m512 sv = _mm512_set1_ps(scale);
+            auto quantize = [&](__m512 v) INKLING_VNNI {
+                const __m512 q = _mm512_div_ps(v, sv);
+                __m512 t = _mm512_roundscale_ps(q, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+                const __mmask16 away =
+                    _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(q, t)), half, _CMP_GE_OQ);
+                const __m512 step = _mm512_castsi512_ps(
+                    _mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(q), sign), _mm512_castps_si512(one)));
+                t = _mm512_mask_add_ps(t, away, t, step);
+                t = _mm512_min_ps(_mm512_max_ps(t, neg_limit), limit);  // NaN → -127
+                return _mm512_cvtps_epi32(t);
+            };
+            const __m512i i0 = quantize(v0), i1 = quantize(v1);
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(out.q.data() + at), _mm512_cvtsepi32_epi8(i0));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(out.q.data() + at + 16), _mm512_cvtsepi32_epi8(i1));
+            out.sums[sb] = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
+            if (q4) {
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(q4 + at),
+                                 _mm512_cvtsepi32_epi8(_mm512_permutex2var_epi32(i0, even, i1)));
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(q4 + at + 16),
+                                 _mm512_cvtsepi32_epi8(_mm512_permutex2var_epi32(i0, odd, i1)));
+            }
+        }
+}
 
 // ---- dispatch ----------------------------------------------------------------------------
 struct IntKernels {
@@ -260,17 +362,20 @@ struct IntKernels {
     float (*dot_q4)(const std::uint8_t*, const std::int8_t*, const Blocks&);  // x in q4 order if q4_order
     void (*unpack_q4)(const std::uint8_t*, std::int64_t, std::int8_t*);
     bool q4_order;
+    // Several activation rows per weight load (q4: x in q4 order), 1..kRowsPerLoad; or null.
+    const RowsFn* rows_i8;
+    const RowsFn* rows_q4;
 };
 
 IntKernels int_kernels_for(Isa isa) {
     static const bool vnni = has_avx512_vnni();
-    if (isa == Isa::Avx512 && vnni) return {dot_i8_vnni, dot_q4_vnni, unpack_q4_avx2, true};
-    if (isa != Isa::Scalar) return {dot_i8_avx2, dot_q4_avx2, unpack_q4_avx2, true};
-    return {dot_i8_scalar, dot_q4_scalar, unpack_q4_scalar, false};
+    if (isa == Isa::Avx512 && vnni) return {dot_i8_vnni, dot_q4_vnni, unpack_q4_avx2, true, kI8Rows, kQ4Rows};
+    if (isa != Isa::Scalar) return {dot_i8_avx2, dot_q4_avx2, unpack_q4_avx2, true, nullptr, nullptr};
+    return {dot_i8_scalar, dot_q4_scalar, unpack_q4_scalar, false, nullptr, nullptr};
 }
 
-// From this many activation rows on, an int4 row is widened to int8 once and then dotted
-// with every row (the nibble unpacking would otherwise repeat per row).
+// Without a multi-row kernel: from this many activation rows on, an int4 row is widened to
+// int8 once and then dotted with every row (the nibble unpacking would otherwise repeat).
 constexpr std::int64_t kUnpackFromRows = 3;
 
 }  // namespace
@@ -284,9 +389,23 @@ bool has_avx512_vnni() {
 
 void prepare_int_activations(Isa isa, bool q4_order, const float* x, std::int64_t rows, std::int64_t cols,
                              IntActivations& out) {
-    quant::quantize_activations(x, rows, cols, out.a);
+    const IntKernels k = int_kernels_for(isa);
     out.q4.clear();
-    if (!q4_order || !int_kernels_for(isa).q4_order) return;
+    if (k.rows_i8) {
+        quant::QuantizedActivations& a = out.a;
+        a.rows = rows;
+        a.cols = cols;
+        a.padded = quant::padded_cols(cols);
+        a.blocks = a.padded / kB;
+        a.q.assign(static_cast<std::size_t>(rows * a.padded), 0);
+        a.scales.resize(static_cast<std::size_t>(rows * a.blocks));
+        a.sums.resize(static_cast<std::size_t>(rows * a.blocks));
+        if (q4_order) out.q4.assign(a.q.size(), 0);
+        quantize_vnni(x, rows, cols, a, q4_order ? out.q4.data() : nullptr);
+        return;
+    }
+    quant::quantize_activations(x, rows, cols, out.a);
+    if (!q4_order || !k.q4_order) return;
     out.q4.resize(out.a.q.size());
     const std::int64_t blocks = rows * out.a.blocks;
     for (std::int64_t b = 0; b < blocks; ++b) {
@@ -309,7 +428,10 @@ void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::in
                                  std::to_string(w.row_stride) + ", group " + std::to_string(w.group) +
                                  ") for activations of " + std::to_string(a.cols) + " columns");
     const IntKernels k = int_kernels_for(isa);
-    const bool q4 = w.dtype == DType::Q4, unpack = q4 && a.rows >= kUnpackFromRows;
+    const bool q4 = w.dtype == DType::Q4;
+    const RowsFn* multi = q4 ? k.rows_q4 : k.rows_i8;
+    if (multi && q4 && x.q4.empty()) throw std::runtime_error("int_product_rows: int4 weights need the q4 order");
+    const bool unpack = !multi && q4 && a.rows >= kUnpackFromRows;
     const std::int8_t* xq = q4 && !unpack && k.q4_order ? x.q4.data() : a.q.data();
     thread_local std::vector<float> sw_buf;
     thread_local std::vector<std::int8_t> row_buf;
@@ -325,6 +447,22 @@ void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::in
             sw = sw_buf.data();
         }
         const auto* row = reinterpret_cast<const std::uint8_t*>(w.row(o));
+        if (multi) {
+            for (std::int64_t s = 0; s < a.rows; s += kRowsPerLoad) {
+                const int r = static_cast<int>(std::min<std::int64_t>(kRowsPerLoad, a.rows - s));
+                const std::int8_t* xs[kRowsPerLoad];
+                Blocks blocks[kRowsPerLoad];
+                float out[kRowsPerLoad];
+                for (int i = 0; i < r; ++i) {
+                    xs[i] = xq + (s + i) * a.padded;
+                    blocks[i] = {a.sums.data() + (s + i) * a.blocks, sw, a.scales.data() + (s + i) * a.blocks,
+                                 a.blocks};
+                }
+                multi[r - 1](row, xs, blocks, out);
+                for (int i = 0; i < r; ++i) y[(s + i) * w.rows + o] = out[i];
+            }
+            continue;
+        }
         if (unpack) k.unpack_q4(row, a.padded, row_buf.data());
         for (std::int64_t s = 0; s < a.rows; ++s) {
             const Blocks blocks{a.sums.data() + s * a.blocks, sw, a.scales.data() + s * a.blocks, a.blocks};

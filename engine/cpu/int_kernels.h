@@ -1,6 +1,7 @@
 // Products of f32 activations with integer weights (I8: int8, one scale a row; Q4: int4,
 // one scale per group of columns; docs/container.md). Each job's activation rows are
-// quantized once to int8 blocks of 32 (quant::quantize_activations); an output element is
+// quantized once to int8 blocks of 32 (quant::quantize_activations, or its AVX-512 version
+// here, which gives the same bits); an output element is
 //
 //   y[s][o] = Σ_blocks (s_w·s_x) · isum,   isum = Σ_{i in block} q_w[i]·q_x[i]   (exact, int32)
 //
@@ -14,7 +15,8 @@
 //
 // (s_w[b] is the scale of the weight group holding block b; the product s_w·s_x is a plain
 // f32 multiply, then one fused multiply-add; float(isum) is exact since |isum| < 2^24.)
-// AVX-512 keeps the 16 accumulators in one zmm and handles 16 blocks a step; AVX2 keeps
+// AVX-512 keeps the 16 accumulators in one zmm and handles 16 blocks a step, for up to four
+// activation rows per weight load (int4 blocks expanded once for all of them); AVX2 keeps
 // two ymm (blocks b%16 < 8 and ≥ 8) and handles 8 a step; the integer sums inside may be
 // formed in any order, being exact.
 #pragma once

@@ -1,5 +1,6 @@
 #include "engine/cpu/kernels.h"
 
+#include "engine/cpu/bf16_matmul.h"
 #include "engine/cpu/int_kernels.h"
 #include "engine/cpu/simd.h"
 
@@ -83,8 +84,6 @@ __attribute__((target("avx512f"))) float dot_avx512(const float* a, const float*
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
 }
 
-// dot_avx512 with the weight row widened from bf16 on the fly: the same accumulators in
-// the same order, so the result is bitwise that of row_avx512 followed by dot_avx512.
 // Four activation rows against one weight row: each row's sum is formed exactly as
 // dot_avx512 forms it (same accumulators, same order), so results are bitwise equal to
 // four dot_avx512 calls while the weight row is loaded once.
@@ -117,31 +116,6 @@ __attribute__((target("avx512f"))) void dot4_avx512(const float* a, const float*
         out[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s[r][0], s[r][1]), _mm512_add_ps(s[r][2], s[r][3])));
 }
 
-__attribute__((target("avx512f"))) inline __m512 load_bf16_avx512(const std::uint16_t* w) {
-    __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-
-__attribute__((target("avx512f"))) float dot_bf16_avx512(const std::uint16_t* w, const float* b, std::int64_t n) {
-    auto load = [w](std::int64_t i) __attribute__((target("avx512f"))) { return load_bf16_avx512(w + i); };
-    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    std::int64_t i = 0;
-    for (; i + 64 <= n; i += 64) {
-        s0 = _mm512_fmadd_ps(load(i), _mm512_loadu_ps(b + i), s0);
-        s1 = _mm512_fmadd_ps(load(i + 16), _mm512_loadu_ps(b + i + 16), s1);
-        s2 = _mm512_fmadd_ps(load(i + 32), _mm512_loadu_ps(b + i + 32), s2);
-        s3 = _mm512_fmadd_ps(load(i + 48), _mm512_loadu_ps(b + i + 48), s3);
-    }
-    for (; i + 16 <= n; i += 16) s0 = _mm512_fmadd_ps(load(i), _mm512_loadu_ps(b + i), s0);
-    if (i < n) {
-        __mmask16 k = static_cast<__mmask16>((1u << (n - i)) - 1);
-        alignas(64) float tail[16] = {};
-        for (std::int64_t j = i; j < n; ++j) tail[j - i] = model::bf16_to_f32(w[j]);
-        s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, tail), _mm512_maskz_loadu_ps(k, b + i), s1);
-    }
-    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
-}
-
 __attribute__((target("avx512f"))) void row_avx512(const Matrix& m, std::int64_t r, float* out) {
     const std::int64_t n = m.cols;
     if (m.dtype != DType::BF16 && m.dtype != DType::F16) return model::row_to_f32(m, r, out);
@@ -163,24 +137,22 @@ __attribute__((target("avx512f"))) void row_avx512(const Matrix& m, std::int64_t
 struct Kernels {
     float (*dot)(const float*, const float*, std::int64_t);
     void (*row)(const Matrix&, std::int64_t, float*);
-    // Optional: a bf16 row · f32 vector without widening the row first; must be bitwise
-    // equal to row() then dot().
-    float (*dot_bf16)(const std::uint16_t*, const float*, std::int64_t);
     // Optional: one row · four vectors; must be bitwise equal to four dot() calls.
     void (*dot4)(const float*, const float* const*, std::int64_t, float*);
 };
 
 Kernels kernels_for(Isa isa) {
     switch (isa) {
-    case Isa::Avx512: return {dot_avx512, row_avx512, dot_bf16_avx512, dot4_avx512};
-    case Isa::Avx2: return {dot_avx2, row_avx2, nullptr, nullptr};
+    case Isa::Avx512: return {dot_avx512, row_avx512, dot4_avx512};
+    case Isa::Avx2: return {dot_avx2, row_avx2, nullptr};
     case Isa::Scalar: break;
     }
-    return {dot_scalar, row_scalar, nullptr, nullptr};
+    return {dot_scalar, row_scalar, nullptr};
 }
 
 Isa g_isa = best_isa();
 Kernels g_kernels = kernels_for(g_isa);
+Numerics g_numerics = Numerics::Exact;
 
 }  // namespace
 
@@ -216,6 +188,18 @@ Isa parse_isa(const std::string& name) {
     throw std::runtime_error("unknown ISA '" + name + "' (scalar, avx2 or avx512)");
 }
 
+Numerics active_numerics() { return g_numerics; }
+
+void set_numerics(Numerics numerics) { g_numerics = numerics; }
+
+const char* numerics_name(Numerics numerics) { return numerics == Numerics::Bf16 ? "bf16" : "exact"; }
+
+Numerics parse_numerics(const std::string& name) {
+    if (name == "exact") return Numerics::Exact;
+    if (name == "bf16") return Numerics::Bf16;
+    throw std::runtime_error("unknown numerics '" + name + "' (exact or bf16)");
+}
+
 float dot(const float* a, const float* b, std::int64_t n) { return g_kernels.dot(a, b, n); }
 
 void row_f32(const Matrix& m, std::int64_t r, float* out) { g_kernels.row(m, r, out); }
@@ -223,18 +207,13 @@ void row_f32(const Matrix& m, std::int64_t r, float* out) { g_kernels.row(m, r, 
 namespace {
 
 // Output rows [begin, end) of one product; `xi`: the job's activations quantized, for
-// integer weights.
+// integer weights; `xb`: packed for bf16 weights.
 void product_rows(const MatJob& j, std::int64_t begin, std::int64_t end, const Kernels& k,
-                  const IntActivations* xi) {
+                  const IntActivations* xi, const Bf16Activations* xb) {
     const Matrix& w = *j.w;
     if (xi) return int_product_rows(g_isa, w, *xi, begin, end, j.y);
+    if (xb) return bf16_product_rows(g_isa, w, *xb, begin, end, j.y);
     const std::int64_t out = w.rows, in = w.cols;
-    // One activation row (decode): stream bf16 weights straight into the dot product.
-    if (j.rows_x == 1 && w.dtype == DType::BF16 && k.dot_bf16) {
-        for (std::int64_t o = begin; o < end; ++o)
-            j.y[o] = k.dot_bf16(reinterpret_cast<const std::uint16_t*>(w.row(o)), j.x, in);
-        return;
-    }
     thread_local std::vector<float> buf;
     if (buf.size() < static_cast<std::size_t>(in)) buf.resize(static_cast<std::size_t>(in));
     for (std::int64_t o = begin; o < end; ++o) {
@@ -293,8 +272,30 @@ void matmul_group(std::span<const MatJob> jobs, ThreadPool& pool) {
     per_job.assign(jobs.size(), nullptr);
     for (std::size_t i = 0; i < jobs.size(); ++i)
         if (slot[i] != SIZE_MAX) per_job[i] = &quantized[slot[i]];
-    // (The workers must read the caller's table, not their own thread_local one.)
+    // bf16 weights: each job's activations packed once the same way (shared likewise).
+    thread_local std::vector<Bf16Activations> packed;
+    thread_local std::vector<const Bf16Activations*> per_job_bf16;
+    thread_local std::vector<std::size_t> slot_bf16;
+    slot_bf16.assign(jobs.size(), SIZE_MAX);
+    std::size_t packed_used = 0;
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+        const MatJob& j = jobs[i];
+        if (j.w->dtype != DType::BF16) continue;
+        for (std::size_t p = 0; p < i && slot_bf16[i] == SIZE_MAX; ++p)
+            if (slot_bf16[p] != SIZE_MAX && jobs[p].x == j.x && jobs[p].rows_x == j.rows_x &&
+                jobs[p].w->cols == j.w->cols)
+                slot_bf16[i] = slot_bf16[p];
+        if (slot_bf16[i] != SIZE_MAX) continue;
+        if (packed.size() <= packed_used) packed.resize(packed_used + 1);
+        prepare_bf16_activations(g_isa, g_numerics, j.x, j.rows_x, j.w->cols, packed[packed_used]);
+        slot_bf16[i] = packed_used++;
+    }
+    per_job_bf16.assign(jobs.size(), nullptr);
+    for (std::size_t i = 0; i < jobs.size(); ++i)
+        if (slot_bf16[i] != SIZE_MAX) per_job_bf16[i] = &packed[slot_bf16[i]];
+    // (The workers must read the caller's tables, not their own thread_local ones.)
     const IntActivations* const* xi = per_job.data();
+    const Bf16Activations* const* xb = per_job_bf16.data();
     // Rows [begin, end) of the concatenation of every job's output rows.
     auto body = [&](std::int64_t begin, std::int64_t end) {
         std::int64_t first = 0;
@@ -302,7 +303,7 @@ void matmul_group(std::span<const MatJob> jobs, ThreadPool& pool) {
             const MatJob& j = jobs[i];
             const std::int64_t last = first + j.w->rows;
             const std::int64_t b = std::max(begin, first), e = std::min(end, last);
-            if (b < e) product_rows(j, b - first, e - first, k, xi[i]);
+            if (b < e) product_rows(j, b - first, e - first, k, xi[i], xb[i]);
             first = last;
             if (first >= end) break;
         }

@@ -2,6 +2,7 @@
 // chosen once at start-up from what the CPU supports (`--isa` overrides for tests).
 // Every kernel computes each output element in a fixed order whatever the batch size, so
 // one-shot prefill, chunked prefill and token-by-token decode give bitwise equal results.
+// Products with bf16 weights: engine/cpu/bf16_matmul.h; with int8/int4: int_kernels.h.
 #pragma once
 
 #include <cmath>
@@ -21,6 +22,22 @@ Isa active_isa();        // what the kernels use
 void set_isa(Isa isa);   // throws std::runtime_error if the CPU lacks it
 const char* isa_name(Isa isa);
 Isa parse_isa(const std::string& name);  // "scalar", "avx2", "avx512"
+
+// What products with bf16 weights do with their f32 activations (process-wide, like the
+// ISA; set it before the forward runs, not while it does):
+//   Exact (the default): use them as they are — f32 products and sums;
+//   Bf16: round them to bf16 first (to nearest even), as transformers' bf16 mode and ggml
+//         do; the products are then exact and only the sums round. Needed for the AVX-512
+//         BF16 dot product (vdpbf16ps), which doubles the arithmetic rate where it issues
+//         at the FMA rate (AMD Zen 4) and halves it where it issues at half (Intel cores
+//         to date), so this build uses it only on the former (bf16_matmul.h).
+// Both keep one fixed order per output element (engine/cpu/bf16_matmul.h): bitwise the same
+// whatever the batch, thread count or ISA. f32 and f16 weights are always exact.
+enum class Numerics { Exact, Bf16 };
+Numerics active_numerics();
+void set_numerics(Numerics numerics);
+const char* numerics_name(Numerics numerics);
+Numerics parse_numerics(const std::string& name);  // "exact", "bf16"
 
 float dot(const float* a, const float* b, std::int64_t n);
 // One row of `m` as f32.

@@ -204,3 +204,60 @@ TEST_CASE("row_f32 of int8 and int4 rows (embedding lookups) dequantizes exactly
         }
     });
 }
+
+TEST_CASE("vectorized activation quantization gives quantize_activations' values and q4 order bit for bit") {
+    if (!cpu::has_avx512_vnni()) {
+        MESSAGE("no AVX-512 VNNI: the activations are quantized by the scalar code here");
+        return;
+    }
+    std::mt19937 rng(16);
+    for (std::int64_t cols : {1, 7, 31, 32, 33, 80, 544, 1057}) {
+        CAPTURE(cols);
+        const std::int64_t rows = 5;
+        auto x = random_values(rows * cols, rng);
+        // Ties (x / s = k + 0.5 exactly), a zero block, an all-negative block, NaN and ±inf.
+        for (std::int64_t i = 0; i < cols; ++i) {
+            if (i % 9 == 0) x[static_cast<std::size_t>(i)] = 2.5f;
+            if (i % 9 == 1) x[static_cast<std::size_t>(i)] = -0.5f;
+        }
+        x[static_cast<std::size_t>(cols)] = 127.0f;  // row 1: s = 1 for its first block, so 2.5 ties
+        for (std::int64_t i = 1; i < std::min<std::int64_t>(cols, 32); ++i)
+            x[static_cast<std::size_t>(cols + i)] = static_cast<float>(i % 5) - 2.5f;
+        for (std::int64_t i = 0; i < std::min<std::int64_t>(cols, 32); ++i) x[static_cast<std::size_t>(2 * cols + i)] = 0;
+        for (std::int64_t i = 0; i < cols; ++i) x[static_cast<std::size_t>(3 * cols + i)] = -std::fabs(x[static_cast<std::size_t>(3 * cols + i)]);
+        x[static_cast<std::size_t>(4 * cols)] = NAN;
+        if (cols > 2) x[static_cast<std::size_t>(4 * cols + 2)] = INFINITY;
+        cpu::IntActivations vec, ref;
+        cpu::prepare_int_activations(cpu::Isa::Avx512, true, x.data(), rows, cols, vec);
+        cpu::prepare_int_activations(cpu::Isa::Avx2, true, x.data(), rows, cols, ref);  // scalar quantizer
+        CHECK(vec.a.rows == ref.a.rows);
+        CHECK(vec.a.padded == ref.a.padded);
+        CHECK(vec.a.q == ref.a.q);
+        CHECK(vec.a.sums == ref.a.sums);
+        CHECK(vec.q4 == ref.q4);
+        REQUIRE(vec.a.scales.size() == ref.a.scales.size());
+        CHECK(std::memcmp(vec.a.scales.data(), ref.a.scales.data(), vec.a.scales.size() * sizeof(float)) == 0);
+    }
+}
+
+TEST_CASE("integer matmul: 17 and 64 activation rows, each row bitwise as alone (several rows per weight load)") {
+    std::mt19937 rng(17);
+    cpu::ThreadPool pool(2), one(1);
+    each_isa([&](cpu::Isa isa) {
+        for (const Case& c : kCases) {
+            std::string isa_text = cpu::isa_name(isa);
+            CAPTURE(isa_text);
+            CAPTURE(c.name);
+            const std::int64_t rows = 45, cols = 1056;
+            const auto q = quantize(c, random_values(rows * cols, rng), rows, cols);
+            const auto x = random_values(64 * cols, rng);
+            for (std::int64_t n : {17, 64}) {
+                CAPTURE(n);
+                const auto y = run(x.data(), n, q.view(), pool);
+                for (std::int64_t s = 0; s < n; ++s)
+                    CHECK(std::memcmp(y.data() + s * rows, run(x.data() + s * cols, 1, q.view(), one).data(),
+                                      rows * sizeof(float)) == 0);
+            }
+        }
+    });
+}
