@@ -6,7 +6,8 @@
 //   for each layer i the backend takes:
 //       be.attention(i)                              x += conv(o(attn(norm(x))))
 //       dense:  be.dense_mlp(i)                      x += conv(mlp(norm(x)))
-//       MoE:    be.router(i, h, logits)              h = norm(x), logits = router(h)
+//       MoE:    be.moe_resident(i)                   the whole block on the backend, or:
+//               be.router(i, h, logits)              h = norm(x), logits = router(h)
 //               routing = experts.route(i, logits)   (top-k on the host)
 //               be.moe(i, routing, h, experts)       x += conv(routed + shared)
 //   be.head(out_rows, logits)   or   be.hand_off(x) when later layers run elsewhere
@@ -64,6 +65,10 @@ public:
     // The routed experts through `host` (over h), the shared experts, their join, the MLP
     // conv and the residual add.
     virtual void moe(int layer, const Routing& routing, const float* h, HostExperts& host) = 0;
+    // The whole MoE block, routing included, when this backend holds every routed expert
+    // of the layer (the chain's resident mode): x += conv(routed + shared) with no host
+    // round trip. False: the host routes (router() then moe()).
+    virtual bool moe_resident(int /*layer*/) { return false; }
     // Whether head() is available (a partial device chain leaves lm_head to the CPU).
     virtual bool has_head() const = 0;
     // Ends the step: final norm ÷ mup and lm_head of `out_rows` into logits [n][vocab].

@@ -86,6 +86,7 @@ void Forward::run_layers(Backend& be, int from, int to, std::int64_t R) {
             be.dense_mlp(i);
             continue;
         }
+        if (be.moe_resident(i)) continue;
         h_.resize(static_cast<std::size_t>(R * D));
         router_logits_.resize(static_cast<std::size_t>(R * (E + NS)));
         be.router(i, h_.data(), router_logits_.data());

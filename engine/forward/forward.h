@@ -62,6 +62,7 @@ public:
     // `prompts_only`: steps of one row (decode) stay on the CPU.
     void set_chain(std::unique_ptr<vulkan::Chain> chain, bool prompts_only = false);
     const vulkan::Chain* chain() const { return chain_.get(); }
+    vulkan::Chain* chain() { return chain_.get(); }
     // What happened to the device since the last call ("" if nothing): the engine sends it
     // as an EVENT device_lost.
     std::string take_device_event();

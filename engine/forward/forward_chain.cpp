@@ -23,13 +23,17 @@ int Forward::run_chain(const std::vector<Span>& spans, std::int64_t R, std::vect
     chain_->begin(spans, R, x.data());
     const int n = chain_->layers();
     run_layers(*chain_, 0, n, R);
+    int first_cpu = n;
     if (chain_->has_head()) {
         logits.assign(out_rows.size() * static_cast<std::size_t>(c_.unpadded_vocab), 0.0f);
         chain_->head(out_rows, logits.data());
-        return -1;
+        first_cpu = -1;
+    } else {
+        chain_->hand_off(x.data());
     }
-    chain_->hand_off(x.data());
-    return n;
+    // The experts resident layers picked on the device join the usage counts.
+    for (const auto& r : chain_->routes()) experts_.record(r.layer, r.experts);
+    return first_cpu;
 }
 
 }  // namespace inkling::forward

@@ -69,8 +69,42 @@ Routing HostExperts::route(int layer, std::int64_t S, const float* logits, const
     return r;
 }
 
-void HostExperts::run(int layer, const Routing& routing, std::int64_t S, const float* h, float* out, bool shared) {
+template <class Round>
+void HostExperts::rounds(int layer, std::span<const int> ids, Meter::Clock::time_point& t, Round&& round) {
     const model::LayerWeights& L = w_.layers[layer];
+    auto& times = meter_.times();
+    if (!cache_) {
+        std::vector<const model::Ffn*> f;
+        for (int e : ids) f.push_back(&L.experts[e]);
+        if (!ids.empty()) round(ids, f);
+        return;
+    }
+    // Rounds of at most `cap` experts: acquire (reading the misses), compute, release.
+    for (std::size_t at = 0; at < ids.size();) {
+        const std::span<const int> rest = ids.subspan(at);
+        const std::size_t n = cache_->round_size(layer, rest);
+        Meter::lap(t, times.experts);
+        auto lease = cache_->acquire(layer, rest.first(n));
+        Meter::lap(t, times.expert_io);
+        std::vector<const model::Ffn*> f;
+        for (const auto& ffn : lease.ffn()) f.push_back(&ffn);
+        round(rest.first(n), f);
+        at += n;
+    }
+}
+
+void HostExperts::record(int layer, std::span<const std::uint32_t> experts) {
+    std::vector<std::uint64_t> rows(static_cast<std::size_t>(c_.experts), 0);
+    for (std::uint32_t e : experts)
+        if (e < rows.size()) ++rows[e];
+    for (std::size_t e = 0; e < rows.size(); ++e) {
+        if (rows[e] == 0) continue;
+        uses_[layer][e] += rows[e];
+        if (cache_) cache_->record_use(layer, static_cast<int>(e), rows[e]);
+    }
+}
+
+void HostExperts::run(int layer, const Routing& routing, std::int64_t S, const float* h, float* out, bool shared) {
     const std::int64_t D = c_.hidden, NS = c_.shared_experts;
     auto& times = meter_.times();
     auto t = Meter::Clock::now();
@@ -80,27 +114,13 @@ void HostExperts::run(int layer, const Routing& routing, std::int64_t S, const f
     std::fill(out, out + S * D, 0.0f);
     std::vector<std::vector<float>> shared_y;
     auto* host_shared = shared ? &shared_y : nullptr;
-    const std::vector<int>& used = routing.used;
-    if (!cache_) {
-        std::vector<const model::Ffn*> f;
-        for (int e : used) f.push_back(&L.experts[e]);
-        round(layer, used, f, routing, S, h, out, host_shared);
-    } else {
-        // Rounds of at most `cap` experts: acquire (reading the misses), compute, release.
-        for (std::size_t at = 0; at < used.size();) {
-            const std::span<const int> rest = std::span(used).subspan(at);
-            const std::size_t n = cache_->round_size(layer, rest);
-            Meter::lap(t, times.experts);
-            auto lease = cache_->acquire(layer, rest.first(n));
-            Meter::lap(t, times.expert_io);
-            std::vector<const model::Ffn*> f;
-            for (const auto& ffn : lease.ffn()) f.push_back(&ffn);
-            round(layer, rest.first(n), f, routing, S, h, out, at == 0 ? host_shared : nullptr);
-            at += n;
-        }
-        // No routed expert used (never with top-k ≥ 1, but the shared ones still count).
-        if (used.empty() && host_shared) round(layer, {}, {}, routing, S, h, out, host_shared);
-    }
+    bool first = true;
+    rounds(layer, routing.used, t, [&](std::span<const int> ids, const std::vector<const model::Ffn*>& f) {
+        round(layer, ids, f, routing, S, h, out, first ? host_shared : nullptr);
+        first = false;
+    });
+    // No routed expert used (never with top-k ≥ 1, but the shared ones still count).
+    if (first && host_shared) round(layer, {}, {}, routing, S, h, out, host_shared);
     if (shared && NS > 0) {
         std::vector<float> shared_sum(static_cast<std::size_t>(S * D), 0.0f);
         for (std::int64_t j = 0; j < NS; ++j) {
@@ -114,9 +134,19 @@ void HostExperts::run(int layer, const Routing& routing, std::int64_t S, const f
     Meter::lap(t, times.experts);
 }
 
+void HostExperts::run_pairs(int layer, const Routing& routing, std::span<const int> experts, std::int64_t S,
+                            const float* h, const std::vector<std::vector<std::int64_t>>& pair_of, float* y) {
+    auto t = Meter::Clock::now();
+    rounds(layer, experts, t, [&](std::span<const int> ids, const std::vector<const model::Ffn*>& f) {
+        round(layer, ids, f, routing, S, h, y, nullptr, &pair_of);
+    });
+    Meter::lap(t, meter_.times().experts);
+}
+
 void HostExperts::round(int layer, std::span<const int> ids, const std::vector<const model::Ffn*>& f,
                         const Routing& routing, std::int64_t S, const float* h, float* out,
-                        std::vector<std::vector<float>>* shared_y) {
+                        std::vector<std::vector<float>>* shared_y,
+                        const std::vector<std::vector<std::int64_t>>* pair_of) {
     const model::LayerWeights& L = w_.layers[layer];
     const std::int64_t D = c_.hidden, NS = c_.shared_experts;
     // Every expert of the round — the routed ones over the rows routed to them, the
@@ -159,6 +189,10 @@ void HostExperts::round(int layer, std::span<const int> ids, const std::vector<c
         const auto& rows = routing.by_expert[ids[i]];
         const Run& r = runs[i];
         for (std::int64_t n = 0; n < r.rows; ++n) {
+            if (pair_of) {
+                std::copy_n(r.y.data() + n * D, D, out + (*pair_of)[ids[i]][n] * D);
+                continue;
+            }
             float* o = out + rows[n].first * D;
             const float wgt = rows[n].second;
             for (std::int64_t d = 0; d < D; ++d) o[d] += wgt * r.y[n * D + d];

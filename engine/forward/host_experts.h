@@ -30,13 +30,28 @@ public:
     // the first round's grouped pass.
     void run(int layer, const Routing& routing, std::int64_t rows, const float* h, float* out, bool shared);
 
+    // The outputs of `experts` (sorted; each used by the routing) for their rows, unweighted:
+    // row n of expert e (routing.by_expert[e][n]) into y + pair_of[e][n]·D. The device tier
+    // joins them with its own pairs.
+    void run_pairs(int layer, const Routing& routing, std::span<const int> experts, std::int64_t rows,
+                   const float* h, const std::vector<std::vector<std::int64_t>>& pair_of, float* y);
+
+    // Counts the pairs a device routed (one expert id per (row, k) pair).
+    void record(int layer, std::span<const std::uint32_t> experts);
+
     // Rows routed to each expert so far: [layer][expert] (empty on dense layers).
     const std::vector<std::vector<std::uint64_t>>& uses() const { return uses_; }
     experts::ExpertCache* cache() const { return cache_.get(); }
 
 private:
+    // One round's experts over their rows: contributions weighted into `out`, or with
+    // `pair_of` each row's output unweighted at its pair's row of `out`.
     void round(int layer, std::span<const int> ids, const std::vector<const model::Ffn*>& f, const Routing& routing,
-               std::int64_t rows, const float* h, float* out, std::vector<std::vector<float>>* shared_y);
+               std::int64_t rows, const float* h, float* out, std::vector<std::vector<float>>* shared_y,
+               const std::vector<std::vector<std::int64_t>>* pair_of = nullptr);
+    // The rounds over `ids` through the cache (or the mapped experts).
+    template <class Round>
+    void rounds(int layer, std::span<const int> ids, Meter::Clock::time_point& t, Round&& round);
     void prefetch_after(int layer, std::int64_t rows, const float* h);
 
     const model::Config& c_;

@@ -181,9 +181,25 @@ Chain::Chain(const model::Model& model, const ChainOptions& o) : model_(model), 
         lm_head_ = std::make_unique<DeviceMatrix>(*ctx_, w.lm_head);
         final_norm_ = floats_buffer(*ctx_, w.final_norm);
     }
+    if (o.expert_layers != 0) {
+        // The experts may take what is left once a reserve for the sessions' K/V mirrors
+        // and the step scratch is kept: a quarter of it, at least the scratch reserve.
+        const std::uint64_t used = ctx_->used();
+        const std::uint64_t free = budget > used ? budget - used : 0;
+        const std::uint64_t keep = std::max(reserve, free / 4);
+        if (free > keep) {
+            TierOptions to;
+            to.layers = o.expert_layers;
+            to.slots = o.expert_slots;
+            to.inline_uploads = o.inline_uploads;
+            tier_ = std::make_unique<ExpertTier>(*ctx_, *ops_, model, n_layers_, free - keep, to);
+            if (tier_->layers_with_bank() == 0) tier_.reset();
+        }
+    }
     f1_ = std::make_unique<Frame>(*ctx_);
     f2_ = std::make_unique<Frame>(*ctx_);
 }
+
 
 Chain::~Chain() {
     try {
@@ -235,7 +251,11 @@ void Chain::ensure_scratch(std::int64_t R) {
     vf_ = dev(n * kvmax);
     r_ = dev(n * std::max<std::int64_t>(rmax, 1));
     ctx_rows_ = dev(n * qmax);
-    tau_ = host(n);
+    // Slices per layer (a frame may span layers): 256 bytes apart at least, the largest
+    // storage-buffer offset alignment Vulkan allows.
+    auto aligned = [](std::size_t b) { return (b + 255) / 256 * 256; };
+    tau_stride_ = aligned(static_cast<std::size_t>(n) * 4);
+    tau_ = Buffer(*ctx_, tau_stride_ * static_cast<std::size_t>(c_.layers), Buffer::Kind::Host);
     g_ = dev(n * imax);
     u_ = dev(n * imax);
     shared_out_ = dev(NS * n * D);
@@ -252,6 +272,18 @@ void Chain::ensure_scratch(std::int64_t R) {
     for (int i = 0; i < c_.layers; ++i)
         hp = std::max<std::int64_t>(hp, std::int64_t{c_.layer_heads(i)} * (c_.layer_head_dim(i) + 2));
     host_part_ = host(n * hp);
+    if (tier_) {
+        const std::int64_t P = n * c_.top_k;
+        y_host_ = host(P * D);
+        route_logits_ = dev(n * std::max<std::int64_t>(E, 1));
+        pg_ = dev(P * c_.moe_inter);
+        pu_ = dev(P * c_.moe_inter);
+        py_ = dev(P * D);
+        route_stride_ = aligned(static_cast<std::size_t>(P) * 4);
+        route_e_ = Buffer(*ctx_, route_stride_ * static_cast<std::size_t>(c_.layers), Buffer::Kind::Host);
+        route_w_ = dev(P);
+        shared_wd_ = dev(n * NS);
+    }
     scratch_rows_ = n;
 }
 
@@ -333,19 +365,32 @@ Chain::Mirror& Chain::mirror(forward::SessionState* s) {
 }
 
 void Chain::begin(std::span<const Span> spans, std::int64_t R, float* x) {
+    if (tier_) tier_->between_steps();  // no frame in flight: the slots may change
     ensure_scratch(R);
     spans_.assign(spans.begin(), spans.end());
     R_ = R;
     pending_moe_ = -1;
+    pending_tier_ = false;
     for (const Span& sp : spans_) mirror(sp.state);
     x_.write(x, static_cast<std::size_t>(R * c_.hidden) * 4);
     ++stats_.steps;
 }
 
 void Chain::join_moe(Frame& f, int i) {
-    // a = routed + Σ_j w_j·shared_j (the CPU's order), then that layer's MLP conv, x += a.
     const std::int64_t D = c_.hidden;
-    ops_->combine(f, a_, routed_, shared_out_, shared_w_, u32(R_ * D), u32(D), u32(c_.shared_experts));
+    if (pending_tier_) {
+        // A tier layer: the host's pairs join the device's, then a = Σ_k w·y + shared.
+        if (!host_pair_copies_.empty()) {
+            f.copy_regions(y_host_, py_, host_pair_copies_);
+            f.barrier();
+        }
+        ops_->moe_join(f, {u32(R_ * D), u32(D), u32(c_.top_k), u32(c_.shared_experts)}, a_, py_, route_w_,
+                       shared_out_, shared_wd_);
+    } else {
+        // a = routed + Σ_j w_j·shared_j (the CPU's order), then that layer's MLP conv, x += a.
+        ops_->combine(f, a_, routed_, shared_out_, shared_w_, u32(R_ * D), u32(D), u32(c_.shared_experts));
+    }
+    pending_tier_ = false;
     f.barrier();
     mlp_conv_add(f, i);
 }
@@ -366,15 +411,21 @@ void Chain::attention(int i) {
     const std::int64_t H = c_.layer_heads(i), KV = c_.layer_kv_heads(i), hd = c_.layer_head_dim(i);
     const std::int64_t kvd = KV * hd;
     const bool local = c_.kinds[i].local;
-    // tau per row, in double as the CPU computes it.
+    // tau per row, in double as the CPU computes it, in this layer's slice.
+    const std::size_t tau_at = tau_stride_ * static_cast<std::size_t>(i);
     {
-        auto* tau = static_cast<float*>(tau_.data());
+        auto* tau = reinterpret_cast<float*>(static_cast<std::byte*>(tau_.data()) + tau_at);
         for (const Span& sp : spans_)
             for (std::int64_t s = 0; s < sp.rows; ++s) tau[sp.first + s] = forward::attention_tau(c_, i, sp.pos0 + s);
     }
     Frame& f = *f1_;
-    f.begin();
-    f.barrier();  // after the previous frames (A2's shared experts among them)
+    // A frame goes on across layers until the host needs a result (router logits, a split
+    // layer's queries, the end of the step), short of its descriptor sets.
+    if (f.recording() && f.dispatches() + 512 > Frame::max_dispatches) run_a1();
+    if (!f.recording()) {
+        f.begin();
+        f.barrier();  // after the previous frames (A2's shared experts among them)
+    }
     if (pending_moe_ >= 0) join_moe(f, pending_moe_), pending_moe_ = -1;
 
     rmsnorm(f, x_, 0, u32(R), u32(D), *B.attn_norm, h_, 0);
@@ -408,6 +459,7 @@ void Chain::attention(int i) {
         f.copy(r_, 0, r_down_, 0, static_cast<std::size_t>(R * H * c_.d_rel) * 4);
         f.run();
         ++stats_.frames;
+        ++stats_.waits;
         const forward::AttentionView view{c_,      i,       model_.weights.layers[i].rel_bank.data(),
                                           spans_,  static_cast<const float*>(q_down_.data()),
                                           nullptr, nullptr, static_cast<const float*>(r_down_.data())};
@@ -421,8 +473,8 @@ void Chain::attention(int i) {
         const AttnPush p{u32(sp.first), u32(sp.rows), u32(sp.pos0), u32(H), u32(KV), u32(hd), u32(c_.d_rel),
                          u32(c_.layer_extent(i)), local ? u32(c_.window) : 0u, u32(m.rows[i]), u32(lo[b]),
                          1.0f / static_cast<float>(hd)};
-        ops_->relattn(f, p, {&q_, &kf_, &vf_, m.k[i].get(), m.v[i].get(), &r_, B.bank.get(), &ctx_rows_, &tau_,
-                             &host_part_});
+        ops_->relattn(f, p, {&q_, &kf_, &vf_, m.k[i].get(), m.v[i].get(), &r_, B.bank.get(), &ctx_rows_,
+                             {&tau_, tau_at, tau_stride_}, &host_part_});
     }
     // The step's K/V rows into the mirror (rows a ring would overwrite within the block
     // skipped, as on the host) and down to the host's copy.
@@ -458,6 +510,7 @@ void Chain::run_a1() {
     const auto t_dev = Clock::now();
     f1_->run();
     ++stats_.frames;
+    ++stats_.waits;
     stats_.device_wait_s += since(t_dev);
 }
 
@@ -486,38 +539,118 @@ void Chain::dense_mlp(int i) {
         ops_->ew(f, EwOp::Scale, a_, a_, u32(R * D), B.dense_scale);
         f.barrier();
     }
+    mlp_conv_add(f, i);  // the frame goes on into the next layer
+}
+
+bool Chain::moe_resident(int i) {
+    if (!resident(i)) return false;
+    const LayerBuffers& B = *layer_[i];
+    const std::int64_t D = c_.hidden, R = R_, K = c_.top_k, P = R * K, NS = c_.shared_experts;
+    const std::int64_t E = c_.experts + NS;
+    const Binding route_e{&route_e_, route_stride_ * static_cast<std::size_t>(i), route_stride_};
+    Frame& f = *f1_;
+    // Router logits and top-k on the device: pairs (row, k) in increasing expert id.
+    gemv(f, *B.router, h_, 0, u32(R), route_logits_, 0, u32(E));
+    f.barrier();
+    ops_->moe_route(f, {u32(R), u32(c_.experts), u32(NS), u32(K), tier_->route_scale(i)}, {&route_logits_},
+                    tier_->bias(i), route_e, route_w_, shared_wd_);
+    f.barrier();
+    tier_->record_pairs(f, i, u32(P), u32(K), h_, route_e, pg_, pu_, py_);
+    shared_experts(f, i);
+    f.barrier();
+    ops_->moe_join(f, {u32(R * D), u32(D), u32(K), u32(NS)}, a_, py_, route_w_, shared_out_, shared_wd_);
+    f.barrier();
     mlp_conv_add(f, i);
-    run_a1();
+    stats_.device_pairs += static_cast<std::uint64_t>(P);
+    return true;
+}
+
+void Chain::shared_experts(Frame& f, int i) {
+    // Each shared expert's gate/up/SwiGLU/down over every row into its slice of shared_out.
+    const LayerBuffers& B = *layer_[i];
+    const std::int64_t D = c_.hidden, R = R_, I = c_.moe_inter;
+    for (std::int64_t j = 0; j < c_.shared_experts; ++j) {
+        gemv(f, *B.sg[j], h_, 0, u32(R), g_, 0, u32(I));
+        gemv(f, *B.su[j], h_, 0, u32(R), u_, 0, u32(I));
+        f.barrier();
+        ops_->ew(f, EwOp::Swiglu, g_, u_, u32(R * I));
+        f.barrier();
+        gemv(f, *B.sd[j], g_, 0, u32(R), shared_out_, u32(j * R * D), u32(D));
+        f.barrier();
+    }
+}
+
+void Chain::moe_tier(int i, const forward::Routing& routing, const float* h, forward::HostExperts& host) {
+    const std::int64_t D = c_.hidden, R = R_, K = c_.top_k, P = R * K, NS = c_.shared_experts;
+    // The pairs in the CPU's order: row by row, each row's experts in increasing id.
+    std::vector<std::uint32_t> pair_e(static_cast<std::size_t>(P));
+    std::vector<float> pair_w(static_cast<std::size_t>(P));
+    std::vector<std::int64_t> filled(static_cast<std::size_t>(R), 0);
+    std::vector<std::vector<std::int64_t>> pair_of(routing.by_expert.size());
+    std::vector<int> misses;
+    for (std::size_t e = 0; e < routing.by_expert.size(); ++e) {
+        for (const auto& [row, w] : routing.by_expert[e]) {
+            const std::int64_t q = row * K + filled[row]++;
+            pair_e[q] = static_cast<std::uint32_t>(e);
+            pair_w[q] = w;
+            pair_of[e].push_back(q);
+        }
+        if (!routing.by_expert[e].empty() && tier_->slot_of(i, static_cast<int>(e)) == ExpertTier::kNoSlot)
+            misses.push_back(static_cast<int>(e));
+    }
+    const std::size_t at = route_stride_ * static_cast<std::size_t>(i);
+    route_e_.write(pair_e.data(), pair_e.size() * 4, at);
+    route_w_.write(pair_w.data(), pair_w.size() * 4);
+    if (NS > 0) shared_wd_.write(routing.shared_w.data(), routing.shared_w.size() * 4);
+    tier_->note_routes(i, pair_e);
+    // Frame A2: the device's hits and the shared experts, not waited for.
+    Frame& f = *f2_;
+    f.begin();
+    tier_->record_pairs(f, i, u32(P), u32(K), h_, {&route_e_, at, route_stride_}, pg_, pu_, py_);
+    f.barrier();
+    shared_experts(f, i);
+    f.submit();
+    ++stats_.frames;
+    // Meanwhile the host's misses, each pair's output into its row of y_host.
+    host_pair_copies_.clear();
+    std::uint64_t host_pairs = 0;
+    if (!misses.empty()) {
+        auto* y = static_cast<float*>(y_host_.data());
+        host.run_pairs(i, routing, misses, R, h, pair_of, y);
+        for (int e : misses)
+            for (std::int64_t q : pair_of[e]) {
+                const VkDeviceSize off = static_cast<VkDeviceSize>(q * D) * 4;
+                host_pair_copies_.push_back({off, off, static_cast<VkDeviceSize>(D) * 4});
+                ++host_pairs;
+            }
+    }
+    stats_.host_pairs += host_pairs;
+    stats_.device_pairs += static_cast<std::uint64_t>(P) - host_pairs;
+    pending_moe_ = i;
+    pending_tier_ = true;
 }
 
 void Chain::moe(int i, const forward::Routing& routing, const float* h, forward::HostExperts& host) {
-    const LayerBuffers& B = *layer_[i];
+    if (tier_ && tier_->has(i)) return moe_tier(i, routing, h, host);
     const std::int64_t D = c_.hidden, R = R_, NS = c_.shared_experts;
     if (NS > 0) {
-        // Frame A2: each shared expert's gate/up/SwiGLU/down into its slice of shared_out,
-        // submitted and not waited for, so it runs while the host computes the routed ones.
+        // Frame A2: the shared experts, submitted and not waited for, so they run while
+        // the host computes the routed ones.
         Frame& f = *f2_;
         f.begin();
-        const std::int64_t I = c_.moe_inter;
-        for (std::int64_t j = 0; j < NS; ++j) {
-            gemv(f, *B.sg[j], h_, 0, u32(R), g_, 0, u32(I));
-            gemv(f, *B.su[j], h_, 0, u32(R), u_, 0, u32(I));
-            f.barrier();
-            ops_->ew(f, EwOp::Swiglu, g_, u_, u32(R * I));
-            f.barrier();
-            gemv(f, *B.sd[j], g_, 0, u32(R), shared_out_, u32(j * R * D), u32(D));
-            f.barrier();
-        }
+        shared_experts(f, i);
         f.submit();
         ++stats_.frames;
     }
     // The routed sum and the combine weights (A2 reads neither: the host writes them
     // while it runs); they join the residual at the start of the next frame.
     routed_host_.resize(static_cast<std::size_t>(R * D));
+    stats_.host_pairs += static_cast<std::uint64_t>(R * c_.top_k);
     host.run(i, routing, R, h, routed_host_.data(), false);
     routed_.write(routed_host_.data(), routed_host_.size() * 4);
     if (NS > 0) shared_w_.write(routing.shared_w.data(), static_cast<std::size_t>(R * NS) * 4);
     pending_moe_ = i;
+    pending_tier_ = false;
 }
 
 void Chain::head(const std::vector<std::int64_t>& out_rows, float* logits) { finish(out_rows, logits, nullptr); }
@@ -531,8 +664,10 @@ void Chain::finish(const std::vector<std::int64_t>& out_rows, float* logits, flo
     const std::size_t out_bytes = static_cast<std::size_t>(with_head ? n_out * c_.unpadded_vocab : R * D) * 4;
     if (out_.size() < out_bytes) out_ = Buffer(*ctx_, out_bytes, Buffer::Kind::Host);
     Frame& f = *f1_;
-    f.begin();
-    f.barrier();
+    if (!f.recording()) {
+        f.begin();
+        f.barrier();
+    }
     if (pending_moe_ >= 0) join_moe(f, pending_moe_), pending_moe_ = -1;
     if (with_head) {
         for (std::int64_t s = 0; s < n_out; ++s)
@@ -545,6 +680,17 @@ void Chain::finish(const std::vector<std::int64_t>& out_rows, float* logits, flo
     }
     f.run();
     ++stats_.frames;
+    ++stats_.waits;
+    // What the resident layers routed, for the host's usage counts.
+    routes_.clear();
+    for (int i = 0; i < n_layers_; ++i) {
+        if (!resident(i)) continue;
+        const auto* e = reinterpret_cast<const std::uint32_t*>(static_cast<const std::byte*>(route_e_.data()) +
+                                                               route_stride_ * static_cast<std::size_t>(i));
+        routes_.push_back({i, std::vector<std::uint32_t>(e, e + R * c_.top_k)});
+        tier_->note_routes(i, routes_.back().experts);
+    }
+    if (tier_) tier_->note_tokens(static_cast<std::uint64_t>(R));
     // The host's states become current: K/V rows, conv states.
     const auto* kv = static_cast<const float*>(kv_down_.data());
     for (const Span& sp : spans_) {

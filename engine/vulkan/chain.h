@@ -37,6 +37,7 @@
 #include "engine/vulkan/context.h"
 #include "engine/vulkan/frame.h"
 #include "engine/vulkan/kernel.h"
+#include "engine/vulkan/expert_tier.h"
 #include "engine/vulkan/ops.h"
 
 namespace inkling::vulkan {
@@ -54,11 +55,29 @@ struct ChainOptions {
     // K/V rows a global layer's mirror keeps (the KV split: older positions are attended on
     // the host). 0: the whole context, split only when a session's mirror doesn't fit.
     std::int64_t kv_window = 0;
+    // MoE layers with routed experts on the device (the first ones the chain takes): -1
+    // every one, within the budget left after the dense weights and a reserve for K/V
+    // mirrors and scratch; 0 none. When every expert of those layers fits they are resident
+    // (routing on the device too: no host round trip); else each layer gets the same share
+    // of slots, filled with its hottest experts (vulkan/expert_tier.h).
+    int expert_layers = -1;
+    int expert_slots = 0;  // slots a layer, forced (tests); 0: from the budget
+    bool inline_uploads = false;  // tests: the tier uploads between steps on the calling thread
 };
 
 struct ChainStats {
-    std::uint64_t frames = 0, steps = 0, uploads = 0, split_layers = 0;
+    std::uint64_t frames = 0;  // submits
+    std::uint64_t waits = 0;   // times the host waited for the device
+    std::uint64_t steps = 0, uploads = 0, split_layers = 0;
+    std::uint64_t device_pairs = 0, host_pairs = 0;  // routed (row, expert) pairs computed on each side
     double device_wait_s = 0, host_s = 0;
+};
+
+// The routed experts a resident layer picked on the device in the last step: one expert
+// id per (row, k) pair, rows in batch order.
+struct DeviceRoutes {
+    int layer;
+    std::vector<std::uint32_t> experts;
 };
 
 class Chain final : public forward::Backend {
@@ -75,6 +94,15 @@ public:
     std::uint64_t memory_used() const { return ctx_->used(); }
     std::uint64_t memory_budget() const { return ctx_->budget(); }
     const ChainStats& stats() const { return stats_; }
+    // MoE layers whose experts are all resident (routing on the device), layers with a
+    // tier of slots, and the experts' device bytes.
+    int resident_layers() const { return tier_ ? tier_->resident_layers() : 0; }
+    int tier_layers() const { return tier_ ? tier_->layers_with_bank() : 0; }
+    bool resident(int layer) const { return tier_ && tier_->resident(layer); }
+    std::uint64_t expert_bytes() const { return tier_ ? tier_->bytes() : 0; }
+    ExpertTier* tier() { return tier_.get(); }
+    // What the resident layers routed in the last step (the host's usage counts).
+    const std::vector<DeviceRoutes>& routes() const { return routes_; }
 
     // The backend's blocks (forward/backend.h). begin uploads x [R][D] (embedded on the
     // host). attention() opens layer i's frame A1 (the previous MoE layer's output joins
@@ -89,6 +117,7 @@ public:
     void dense_mlp(int layer) override;
     void router(int layer, float* h, float* logits) override;
     void moe(int layer, const forward::Routing& routing, const float* h, forward::HostExperts& host) override;
+    bool moe_resident(int layer) override;
     bool has_head() const override { return full(); }
     void head(const std::vector<std::int64_t>& out_rows, float* logits) override;
     void hand_off(float* x) override;
@@ -112,6 +141,10 @@ private:
     void mlp_conv_add(Frame& f, int i);
     // Runs frame A1, counting the host's recording time and the device's.
     void run_a1();
+    // A tier layer's MoE block: the device's hits in frame A2, the host's misses
+    // meanwhile; both join at the start of the next frame (join_moe).
+    void moe_tier(int layer, const forward::Routing& routing, const float* h, forward::HostExperts& host);
+    void shared_experts(Frame& f, int layer);  // into shared_out_
     void finish(const std::vector<std::int64_t>& out_rows, float* logits, float* x);
     void join_moe(Frame& f, int i);  // the previous MoE layer's output into the residual
     Mirror& mirror(forward::SessionState* s);
@@ -125,6 +158,8 @@ private:
     std::unique_ptr<Context> ctx_;
     std::unique_ptr<Ops> ops_;
     std::vector<std::unique_ptr<LayerBuffers>> layer_;
+    std::unique_ptr<ExpertTier> tier_;  // routed experts on the device, if any
+    std::vector<DeviceRoutes> routes_;
     std::unique_ptr<DeviceMatrix> lm_head_;
     std::unique_ptr<Buffer> final_norm_;
     int n_layers_ = 0;
@@ -136,6 +171,13 @@ private:
     std::int64_t kv_stride_ = 0;  // floats a layer takes in kv_down_ (K rows, then V rows)
     Buffer x_, h_, a_, q_, kf_, vf_, r_, ctx_rows_, tau_, g_, u_, shared_out_;
     Buffer routed_, shared_w_, logits_, h_down_, kv_down_, out_, q_down_, r_down_, host_part_;
+    // Resident layers' scratch: router logits, pairs' gate/up/outputs, routes per layer
+    // (host-visible, read back at the end of the step), pair and shared weights.
+    Buffer route_logits_, pg_, pu_, py_, route_e_, route_w_, shared_wd_;
+    Buffer y_host_;  // a tier layer's host pairs [R·K][D], copied into py_ before the join
+    std::vector<VkBufferCopy> host_pair_copies_;
+    bool pending_tier_ = false;  // the pending MoE layer joins its pairs (moe_join)
+    std::size_t tau_stride_ = 0, route_stride_ = 0;  // bytes between layers' slices
     std::vector<float> routed_host_;  // the host's routed sum of the pending MoE layer
     std::unique_ptr<Frame> f1_, f2_;
     std::vector<Span> spans_;

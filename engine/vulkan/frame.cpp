@@ -1,7 +1,6 @@
 #include "engine/vulkan/frame.h"
 
 #include <atomic>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -10,14 +9,11 @@ namespace {
 
 std::atomic<std::uint64_t> g_submits{0};
 
-// INKLING_VK_FAULT=n: the n-th submit (1-based) and all after it report a lost device.
-std::atomic<std::uint64_t> g_fault_at{[] {
-    const char* v = std::getenv("INKLING_VK_FAULT");
-    return v && *v ? std::strtoull(v, nullptr, 10) : 0ull;
-}()};
+// set_fault_at(n): the n-th submit (1-based) and all after it report a lost device.
+std::atomic<std::uint64_t> g_fault_at{0};
 std::uint64_t fault_at() { return g_fault_at.load(); }
 
-constexpr std::uint32_t kSetsPerFrame = 4096;
+constexpr std::uint32_t kSetsPerFrame = Frame::max_dispatches;
 constexpr std::uint32_t kBindingsPerFrame = 12 * kSetsPerFrame;
 
 }  // namespace
@@ -62,6 +58,7 @@ void Frame::begin() {
     bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     ctx_.check(vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
     recording_ = true;
+    dispatches_ = 0;
 }
 
 void Frame::dispatch(const Kernel& k, std::span<const Binding> bindings, const void* push, std::uint32_t gx,
@@ -92,12 +89,18 @@ void Frame::dispatch(const Kernel& k, std::span<const Binding> bindings, const v
     vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout(), 0, 1, &set, 0, nullptr);
     if (k.push_bytes()) vkCmdPushConstants(cmd_, k.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, k.push_bytes(), push);
     vkCmdDispatch(cmd_, gx, gy, gz);
+    ++dispatches_;
 }
 
 void Frame::copy(const Buffer& src, std::size_t src_offset, const Buffer& dst, std::size_t dst_offset,
                  std::size_t bytes) {
     VkBufferCopy region{src_offset, dst_offset, bytes};
     vkCmdCopyBuffer(cmd_, src.handle(), dst.handle(), 1, &region);
+}
+
+void Frame::copy_regions(const Buffer& src, const Buffer& dst, std::span<const VkBufferCopy> regions) {
+    if (regions.empty()) return;
+    vkCmdCopyBuffer(cmd_, src.handle(), dst.handle(), static_cast<std::uint32_t>(regions.size()), regions.data());
 }
 
 void Frame::barrier() {

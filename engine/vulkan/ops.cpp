@@ -18,7 +18,11 @@ Ops::Ops(Context& ctx)
       rmsnorm_(std::make_unique<Kernel>(ctx, "rmsnorm", 3, sizeof(NormPush))),
       ew_(std::make_unique<Kernel>(ctx, "ew", 4, sizeof(EwPush))),
       sconv_(std::make_unique<Kernel>(ctx, "sconv", 3, sizeof(ConvPush))),
-      attn_(std::make_unique<Kernel>(ctx, "relattn", 10, sizeof(AttnPush))) {}
+      attn_(std::make_unique<Kernel>(ctx, "relattn", 10, sizeof(AttnPush))),
+      route_(std::make_unique<Kernel>(ctx, "moe_route", 5, sizeof(RoutePush))),
+      moe_f32_(std::make_unique<Kernel>(ctx, "moe_gemv", 5, sizeof(MoeGemvPush), std::vector<std::uint32_t>{0})),
+      moe_bf16_(std::make_unique<Kernel>(ctx, "moe_gemv", 5, sizeof(MoeGemvPush), std::vector<std::uint32_t>{1})),
+      join_(std::make_unique<Kernel>(ctx, "moe_join", 5, sizeof(JoinPush))) {}
 
 Ops::~Ops() = default;
 
@@ -52,8 +56,26 @@ void Ops::sconv(Frame& f, const ConvPush& p, const Buffer& x, const Buffer& w, c
 
 void Ops::relattn(Frame& f, const AttnPush& p, const AttnBuffers& b) const {
     const Binding bind[] = {{b.q}, {b.k_fresh}, {b.v_fresh}, {b.k_mirror}, {b.v_mirror},
-                            {b.r}, {b.bank},    {b.out},     {b.tau},      {b.host_part}};
+                            {b.r}, {b.bank},    {b.out},     b.tau,        {b.host_part}};
     f.dispatch(*attn_, bind, &p, p.rows * p.H);
+}
+
+void Ops::moe_route(Frame& f, const RoutePush& p, const Binding& logits, const Buffer& bias, const Binding& route_e,
+                    const Buffer& route_w, const Buffer& shared_w) const {
+    const Binding b[] = {logits, {&bias}, route_e, {&route_w}, {&shared_w}};
+    f.dispatch(*route_, b, &p, groups_for(p.R, 64));
+}
+
+void Ops::moe_gemv(Frame& f, bool bf16, const MoeGemvPush& p, const Buffer& w, const Buffer& x, const Buffer& y,
+                   const Binding& route_e, const Buffer& slots) const {
+    const Binding b[] = {{&w}, {&x}, {&y}, route_e, {&slots}};
+    f.dispatch(bf16 ? *moe_bf16_ : *moe_f32_, b, &p, groups_for(p.O, 4), p.pairs);
+}
+
+void Ops::moe_join(Frame& f, const JoinPush& p, const Buffer& a, const Buffer& y, const Buffer& route_w,
+                   const Buffer& shared, const Buffer& shared_w) const {
+    const Binding b[] = {{&a}, {&y}, {&route_w}, {&shared}, {&shared_w}};
+    f.dispatch(*join_, b, &p, groups_for(p.n, 256));
 }
 
 }  // namespace inkling::vulkan

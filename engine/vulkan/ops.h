@@ -55,7 +55,27 @@ struct AttnPush {
     float inv_hd;
 };
 struct AttnBuffers {
-    const Buffer *q, *k_fresh, *v_fresh, *k_mirror, *v_mirror, *r, *bank, *out, *tau, *host_part;
+    const Buffer *q, *k_fresh, *v_fresh, *k_mirror, *v_mirror, *r, *bank, *out;
+    Binding tau;  // [R] (a slice of a bigger buffer)
+    const Buffer* host_part;
+};
+
+// moe_route.comp: the router's top-k per row, pairs in increasing expert id.
+struct RoutePush {
+    std::uint32_t R, E, NS, K;
+    float scale;  // route_scale × the layer's router scale
+};
+
+// moe_gemv.comp: y[q][o] = Σ_i W_slot(route[q])[o][i] · x[q / x_div][i] over the slots
+// [s_first, s_first + s_count) packed in one binding.
+struct MoeGemvPush {
+    std::uint32_t O, I, pairs, x_div;
+    std::uint32_t s_first, s_count;
+};
+
+// moe_join.comp: a = Σ_k w·y over each row's pairs + Σ_j sw·shared_j.
+struct JoinPush {
+    std::uint32_t n, D, K, NS;
 };
 
 class Ops {
@@ -72,9 +92,16 @@ public:
                  std::uint32_t n, std::uint32_t width, std::uint32_t shared_n) const;
     void sconv(Frame& f, const ConvPush& p, const Buffer& x, const Buffer& w, const Buffer& state) const;
     void relattn(Frame& f, const AttnPush& p, const AttnBuffers& b) const;
+    void moe_route(Frame& f, const RoutePush& p, const Binding& logits, const Buffer& bias, const Binding& route_e,
+                   const Buffer& route_w, const Buffer& shared_w) const;
+    void moe_gemv(Frame& f, bool bf16, const MoeGemvPush& p, const Buffer& w, const Buffer& x, const Buffer& y,
+                  const Binding& route_e, const Buffer& slots) const;
+    void moe_join(Frame& f, const JoinPush& p, const Buffer& a, const Buffer& y, const Buffer& route_w,
+                  const Buffer& shared, const Buffer& shared_w) const;
 
 private:
     std::unique_ptr<Kernel> gemv_f32_, gemv_bf16_, rmsnorm_, ew_, sconv_, attn_;
+    std::unique_ptr<Kernel> route_, moe_f32_, moe_bf16_, join_;
 };
 
 }  // namespace inkling::vulkan

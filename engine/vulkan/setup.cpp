@@ -4,6 +4,21 @@
 #include <stdexcept>
 
 namespace inkling::vulkan {
+namespace {
+
+int parse_expert_layers(const std::string& v) {
+    if (v == "auto") return -1;
+    if (v == "off") return 0;
+    try {
+        std::size_t used = 0;
+        const int n = std::stoi(v, &used);
+        if (used == v.size() && n >= 0) return n;
+    } catch (const std::exception&) {
+    }
+    throw std::runtime_error("--vk-experts " + v + ": expected auto, off or a number of MoE layers");
+}
+
+}  // namespace
 
 std::unique_ptr<Chain> open_chain(const model::Model& model, const VulkanFlags& f) {
     if (f.mode != "auto" && f.mode != "on" && f.mode != "off" && f.mode != "prompts")
@@ -31,12 +46,15 @@ std::unique_ptr<Chain> open_chain(const model::Model& model, const VulkanFlags& 
         o.device = f.device;
         o.layers = f.layers;
         o.budget = f.budget_mb << 20;
+        o.expert_layers = parse_expert_layers(f.experts);
         auto chain = std::make_unique<Chain>(model, o);
-        std::fprintf(stderr, "[vulkan] ready: %s (%s), %d of %d layers on the device%s, %.1f of %.1f MiB, %s\n",
+        std::fprintf(stderr,
+                     "[vulkan] ready: %s (%s), %d of %d layers on the device%s, routed experts of %d MoE layers "
+                     "resident (%.1f MiB), %.1f of %.1f MiB, %s\n",
                      chain->device().name.c_str(), chain->device().type_name(), chain->layers(),
                      model.config.layers, chain->full() ? " and lm_head" : " (the CPU runs the rest)",
-                     chain->memory_used() / 1048576.0, chain->memory_budget() / 1048576.0,
-                     f.mode == "prompts" ? "prompt steps only" : "every step");
+                     chain->resident_layers(), chain->expert_bytes() / 1048576.0, chain->memory_used() / 1048576.0,
+                     chain->memory_budget() / 1048576.0, f.mode == "prompts" ? "prompt steps only" : "every step");
         return chain;
     } catch (const Unavailable& e) {
         if (forced) throw std::runtime_error(std::string("--vulkan on: ") + e.what());

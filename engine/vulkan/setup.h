@@ -1,5 +1,5 @@
 // Whether the engine computes on a Vulkan device: the `--vulkan auto|on|off|prompts`,
-// `--vk-device`, `--vk-layers` and `--vk-budget-mb` flags of run/serve/eval/bench.
+// `--vk-device`, `--vk-layers`, `--vk-budget-mb` and `--vk-experts` flags of run/serve/eval/bench.
 // auto: on for a discrete or integrated GPU, off on a CPU driver such as lavapipe;
 // on: any device (lavapipe included), and a missing device is an error; prompts: like
 // auto, for prompt steps only (decode stays on the CPU).
@@ -19,6 +19,7 @@ struct VulkanFlags {
     int device = -1;
     int layers = -1;
     std::uint64_t budget_mb = 0;
+    std::string experts = "auto";  // --vk-experts: auto, off or a count of MoE layers
 };
 
 // Opens the chain when the flags and the system say so, printing one line to stderr that

@@ -16,64 +16,11 @@
 #include "engine/vulkan/chain.h"
 #include "engine/vulkan/frame.h"
 #include "tests/engine/fixture_paths.h"
+#include "tests/vulkan/chain_harness.h"
 
 using namespace inkling;
 
-namespace {
-
-std::unique_ptr<vulkan::Chain> chain_or_skip(const model::Model& m, vulkan::ChainOptions o = {}) {
-    try {
-        return std::make_unique<vulkan::Chain>(m, o);
-    } catch (const vulkan::Unavailable& e) {
-        MESSAGE("no Vulkan device: " << e.what());
-        return nullptr;
-    }
-}
-
-std::vector<std::int32_t> prompt_for(const model::Config& c, int n) {
-    std::vector<std::int32_t> ids;
-    for (int i = 0; i < n; ++i) ids.push_back(static_cast<std::int32_t>((i * 37 + 11) % c.unpadded_vocab));
-    return ids;
-}
-
-double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-    REQUIRE(a.size() == b.size());
-    double d = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, static_cast<double>(std::abs(a[i] - b[i])));
-    return d;
-}
-
-// A greedy run: the prompt in `chunk`-sized steps, then `n` decode steps. Returns every
-// step's last-row logits and the tokens.
-struct Trace {
-    std::vector<std::vector<float>> logits;
-    std::vector<std::int32_t> tokens;
-};
-Trace greedy(forward::Forward& fw, const model::Config& c, const std::vector<std::int32_t>& prompt, int n,
-             std::size_t chunk = 1000) {
-    auto st = forward::make_session(c, static_cast<std::int64_t>(prompt.size()) + n + 1);
-    Trace t;
-    for (std::size_t at = 0; at < prompt.size(); at += chunk) {
-        const std::size_t k = std::min(chunk, prompt.size() - at);
-        t.logits.push_back(fw.step(st, std::span(prompt).subspan(at, k), nullptr, false));
-    }
-    for (int i = 0; i < n; ++i) {
-        const auto next = static_cast<std::int32_t>(sampling::argmax(t.logits.back()));
-        t.tokens.push_back(next);
-        t.logits.push_back(fw.step(st, std::span(&next, 1), nullptr, false));
-    }
-    return t;
-}
-
-void check_same(const Trace& cpu, const Trace& dev, double bound = 1e-4) {
-    CHECK(cpu.tokens == dev.tokens);
-    REQUIRE(cpu.logits.size() == dev.logits.size());
-    double worst = 0;
-    for (std::size_t i = 0; i < cpu.logits.size(); ++i) worst = std::max(worst, max_diff(cpu.logits[i], dev.logits[i]));
-    CHECK(worst <= bound);
-}
-
-}  // namespace
+using namespace chain_harness;
 
 TEST_CASE("vulkan chain: token-exact with the CPU on every geometry") {
     // base: tau, 2 shared experts, dense then MoE; ring: window 4 < prompt, 1 shared,
@@ -84,7 +31,10 @@ TEST_CASE("vulkan chain: token-exact with the CPU on every geometry") {
         auto model = model::load_model(test_paths::fixtures() / name);
         cpu::ThreadPool pool(2);
         forward::Forward cpu_fw(model, pool), dev_fw(model, pool);
-        auto chain = chain_or_skip(model);
+        // The routed experts on the host (the resident mode has its own cases).
+        vulkan::ChainOptions o;
+        o.expert_layers = 0;
+        auto chain = chain_or_skip(model, o);
         if (!chain) return;
         CHECK(chain->full());
         dev_fw.set_chain(std::move(chain));
@@ -108,7 +58,9 @@ TEST_CASE("vulkan chain: a lost device mid-prefill or mid-decode finishes on the
     for (std::uint64_t k : {1, 4, 13, 30, 60}) {
         CAPTURE(k);
         forward::Forward dev_fw(model, pool);
-        auto chain = chain_or_skip(model);
+        vulkan::ChainOptions o;
+        o.expert_layers = 0;  // the frame count above: routed experts on the host
+        auto chain = chain_or_skip(model, o);
         if (!chain) return;
         dev_fw.set_chain(std::move(chain));
         vulkan::Frame::set_fault_at(vulkan::Frame::submits() + k);
@@ -147,6 +99,7 @@ TEST_CASE("vulkan chain: a partial chain (forced, and from a small budget) match
     for (const auto& s : model.weights.layers[3].shared) per_layer += s.gate.bytes() + s.up.bytes() + s.down.bytes();
     vulkan::ChainOptions o;
     o.budget = per_layer * 8;  // a quarter of it is kept back for scratch
+    o.expert_layers = 0;       // the dense layers alone against the budget
     auto chain = chain_or_skip(model, o);
     if (!chain) return;
     CHECK(chain->layers() >= 1);
@@ -255,14 +208,15 @@ TEST_CASE("vulkan chain: a session too long for the budget splits its global lay
     const auto& c = model.config;
     cpu::ThreadPool pool(2);
     std::uint64_t weights = 0;
+    vulkan::ChainOptions o;
+    o.expert_layers = 0;  // the dense weights and the mirrors against the budget
     {
-        auto probe = chain_or_skip(model);
+        auto probe = chain_or_skip(model, o);
         if (!probe) return;
         weights = probe->memory_used();
     }
     // A 4096-position session's global-layer mirror is 1 MiB (2 kv heads × 16 dims × 2 ×
     // 4 bytes a position): give the device room for the weights, the scratch and less.
-    vulkan::ChainOptions o;
     o.budget = weights + (768u << 10);
     auto chain = chain_or_skip(model, o);
     REQUIRE(chain);

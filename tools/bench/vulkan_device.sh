@@ -7,7 +7,10 @@
 #   device run (carry .gl): bash tools/bench/vulkan_device.sh .gl/inkling $OUT
 # 1. the chain against the CPU on every tiny fixture (tokens and last logits),
 # 2. the device's copy bandwidth and the GEMV against it,
-# 3. decode and prefill on the mid-size model, CPU only vs chain.
+# 3. decode and prefill on the mid-size model: CPU only, the chain with the routed experts
+#    on the host (--vk-experts off), the chain with every expert resident (the default),
+#    prompt steps only; with OLD=path/to/an/older/inkling, that binary's CPU and chain runs
+#    beside them (before/after figures from the same minutes).
 set -uo pipefail
 bin="${1:?engine binary}"
 out="${2:-/tmp/vk-out}"
@@ -48,5 +51,11 @@ PY
 python3 "$root/tools/make-tiny/make_tiny.py" /tmp/mid --geometry mid --layout release --dtype bf16 >/dev/null
 threads=$(nproc)
 [[ -n "${SKIP_CPU:-}" ]] || "$bin" bench --model /tmp/mid --vulkan off --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_cpu.json"
+"$bin" bench --model /tmp/mid --vulkan on --vk-experts off --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_vulkan_host_experts.json"
 "$bin" bench --model /tmp/mid --vulkan on --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_vulkan.json"
 "$bin" bench --model /tmp/mid --vulkan prompts --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_prompts.json"
+if [[ -n "${OLD:-}" ]]; then
+    "$OLD" bench --model /tmp/mid --vulkan off --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/old_mid_cpu.json"
+    "$OLD" bench --model /tmp/mid --vulkan on --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/old_mid_vulkan.json"
+    "$bin" bench --model /tmp/mid --vulkan off --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_cpu_again.json"
+fi

@@ -1,0 +1,343 @@
+#include "engine/vulkan/expert_tier.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "engine/model/tensor.h"
+
+namespace inkling::vulkan {
+namespace {
+
+std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
+
+// Why the shaders can't read layer L's routed experts, or "".
+std::string experts_problem(const model::Config& c, const model::LayerWeights& L) {
+    if (c.top_k > 16) return "top-k above 16";
+    if (L.experts.size() != static_cast<std::size_t>(c.experts)) return "experts not mapped (a converted model)";
+    const model::DType dt = L.experts[0].gate.dtype;
+    for (const auto& f : L.experts)
+        for (const model::Matrix* m : {&f.gate, &f.up, &f.down}) {
+            if (m->dtype != dt) return "experts of mixed dtypes";
+            if (m->dtype != model::DType::F32 && m->dtype != model::DType::BF16)
+                return std::string("experts in ") + model::dtype_name(m->dtype) + " (the shaders read F32 and BF16)";
+            if (m->dtype == model::DType::BF16 && m->cols % 2 != 0) return "a BF16 expert of odd width";
+        }
+    return "";
+}
+
+// A matrix's rows, packed.
+void pack(const model::Matrix& m, std::vector<std::byte>& out) {
+    const std::size_t row = model::dtype_bytes(m.dtype, m.cols);
+    out.resize(row * static_cast<std::size_t>(m.rows));
+    for (std::int64_t r = 0; r < m.rows; ++r) std::memcpy(out.data() + r * row, m.row(r), row);
+}
+
+}  // namespace
+
+struct ExpertTier::Bank {
+    bool bf16 = false;
+    std::int64_t inter = 0, hidden = 0;
+    std::uint64_t gate_bytes = 0, down_bytes = 0;  // one slot's matrix (gate and up alike)
+    struct Chunk {
+        std::unique_ptr<Buffer> gate, up, down;
+        std::uint32_t first = 0, count = 0;  // slots
+    };
+    std::vector<Chunk> chunks;
+    std::uint32_t per_chunk = 1, capacity = 0;
+    std::unique_ptr<Buffer> slot_table, bias;
+    float scale = 1.0f;
+    std::vector<std::uint32_t> slot_of;  // expert → slot
+    std::vector<int> expert_in;          // slot → expert (-1: free)
+    std::vector<char> loading;           // slot → an upload in flight
+    bool resident() const { return capacity == slot_of.size(); }
+};
+
+ExpertTier::ExpertTier(Context& ctx, const Ops& ops, const model::Model& model, int device_layers,
+                       std::uint64_t budget, const TierOptions& o, const experts::UsageHistory* history)
+    : ctx_(ctx), ops_(ops), model_(model), c_(model.config), options_(o) {
+    banks_.resize(static_cast<std::size_t>(c_.layers));
+    if (o.layers == 0) return;
+    std::vector<int> sparse;
+    for (int i = 0; i < device_layers; ++i)
+        if (c_.kinds[i].sparse) sparse.push_back(i);
+    if (o.layers > 0 && static_cast<int>(sparse.size()) > o.layers) sparse.resize(static_cast<std::size_t>(o.layers));
+    if (sparse.empty()) return;
+    const auto& w = model.weights;
+    for (int i : sparse) {
+        const std::string why = experts_problem(c_, w.layers[i]);
+        if (!why.empty()) {
+            std::fprintf(stderr, "[vulkan] routed experts stay on the host: %s\n", why.c_str());
+            return;
+        }
+    }
+    const auto& f0 = w.layers[sparse[0]].experts[0];
+    const std::uint64_t per = f0.gate.bytes() + f0.up.bytes() + f0.down.bytes();
+    const std::uint64_t E = static_cast<std::uint64_t>(c_.experts);
+    // Every expert if the budget holds them all, else the same share of slots a layer.
+    std::uint64_t slots = o.slots > 0 ? std::min<std::uint64_t>(static_cast<std::uint64_t>(o.slots), E)
+                                      : std::min<std::uint64_t>(E, budget / (per * sparse.size()));
+    if (slots == 0) {
+        std::fprintf(stderr, "[vulkan] routed experts stay on the host: %.1f MiB left holds no expert a layer\n",
+                     static_cast<double>(budget) / 1048576.0);
+        return;
+    }
+    history_ = experts::UsageHistory(sparse, c_.experts, o.half_life_tokens);
+    history_slot_.assign(static_cast<std::size_t>(c_.layers), -1);
+    for (std::size_t s = 0; s < sparse.size(); ++s) history_slot_[sparse[s]] = static_cast<int>(s);
+    const std::uint64_t range = std::min<std::uint64_t>(ctx.info().max_storage_range, 1ull << 30);
+    threaded_ = !o.inline_uploads;
+    for (int i : sparse) {
+        const auto& L = w.layers[i];
+        auto b = std::make_unique<Bank>();
+        b->bf16 = f0.gate.dtype == model::DType::BF16;
+        b->inter = f0.gate.rows;
+        b->hidden = f0.gate.cols;
+        b->gate_bytes = f0.gate.bytes();
+        b->down_bytes = f0.down.bytes();
+        b->capacity = u32(static_cast<std::int64_t>(slots));
+        b->per_chunk = u32(static_cast<std::int64_t>(std::max<std::uint64_t>(1, range / std::max(b->gate_bytes, b->down_bytes))));
+        for (std::uint32_t first = 0; first < b->capacity; first += b->per_chunk) {
+            Bank::Chunk ch;
+            ch.first = first;
+            ch.count = std::min(b->per_chunk, b->capacity - first);
+            ch.gate = std::make_unique<Buffer>(ctx, b->gate_bytes * ch.count, Buffer::Kind::Device);
+            ch.up = std::make_unique<Buffer>(ctx, b->gate_bytes * ch.count, Buffer::Kind::Device);
+            ch.down = std::make_unique<Buffer>(ctx, b->down_bytes * ch.count, Buffer::Kind::Device);
+            threaded_ = threaded_ && ch.gate->mapped() && ch.up->mapped() && ch.down->mapped();
+            b->chunks.push_back(std::move(ch));
+        }
+        b->slot_of.assign(static_cast<std::size_t>(E), kNoSlot);
+        b->expert_in.assign(b->capacity, -1);
+        b->loading.assign(b->capacity, 0);
+        b->slot_table = std::make_unique<Buffer>(ctx, static_cast<std::size_t>(E) * 4, Buffer::Kind::Device);
+        b->bias = std::make_unique<Buffer>(ctx, std::max<std::size_t>(4, L.router_bias.size() * 4), Buffer::Kind::Device);
+        b->bias->write(L.router_bias.data(), L.router_bias.size() * 4);
+        b->scale = static_cast<float>(c_.route_scale) * L.router_scale;
+        bytes_ += per * b->capacity;
+        banks_[i] = std::move(b);
+    }
+    // The first fill, before any step: every expert of a resident layer; the history's
+    // hottest of a tier layer (a converted model's usage file), else none yet.
+    for (int i : sparse) {
+        Bank& b = *banks_[i];
+        std::vector<int> first;
+        if (b.resident()) {
+            for (int e = 0; e < c_.experts; ++e) first.push_back(e);
+        } else if (history) {
+            const auto& hl = history->layers();
+            const auto at = std::find(hl.begin(), hl.end(), i);
+            if (at != hl.end() && history->experts() == c_.experts)
+                first = history->top(static_cast<int>(at - hl.begin()), static_cast<int>(b.capacity));
+        }
+        for (std::size_t s = 0; s < first.size(); ++s) {
+            upload({i, u32(static_cast<std::int64_t>(s)), first[s]});
+            b.expert_in[s] = first[s];
+            b.slot_of[first[s]] = u32(static_cast<std::int64_t>(s));
+        }
+        write_slots(i);
+    }
+    counts_ = {};
+    if (threaded_) thread_ = std::thread([this] { worker(); });
+}
+
+ExpertTier::~ExpertTier() {
+    {
+        std::lock_guard lock(mutex_);
+        stop_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+bool ExpertTier::has(int layer) const {
+    return layer >= 0 && layer < static_cast<int>(banks_.size()) && banks_[layer] != nullptr;
+}
+bool ExpertTier::resident(int layer) const { return has(layer) && banks_[layer]->resident(); }
+int ExpertTier::layers_with_bank() const {
+    int n = 0;
+    for (const auto& b : banks_) n += b != nullptr;
+    return n;
+}
+int ExpertTier::resident_layers() const {
+    int n = 0;
+    for (const auto& b : banks_) n += b && b->resident();
+    return n;
+}
+std::uint32_t ExpertTier::slots(int layer) const { return has(layer) ? banks_[layer]->capacity : 0; }
+std::uint32_t ExpertTier::slot_of(int layer, int expert) const {
+    return has(layer) ? banks_[layer]->slot_of[static_cast<std::size_t>(expert)] : kNoSlot;
+}
+std::vector<int> ExpertTier::experts_in_slots(int layer) const {
+    std::vector<int> out;
+    if (!has(layer)) return out;
+    for (std::size_t e = 0; e < banks_[layer]->slot_of.size(); ++e)
+        if (banks_[layer]->slot_of[e] != kNoSlot) out.push_back(static_cast<int>(e));
+    return out;
+}
+
+std::vector<int> ExpertTier::hottest(int layer) const {
+    if (!has(layer)) return {};
+    return history_.top(history_slot_[layer], static_cast<int>(banks_[layer]->capacity));
+}
+
+const Buffer& ExpertTier::bias(int layer) const { return *banks_[layer]->bias; }
+float ExpertTier::route_scale(int layer) const { return banks_[layer]->scale; }
+
+void ExpertTier::record_pairs(Frame& f, int layer, std::uint32_t pairs, std::uint32_t x_div, const Buffer& h,
+                              const Binding& route_e, const Buffer& pg, const Buffer& pu, const Buffer& py) const {
+    const Bank& b = *banks_[layer];
+    const std::uint32_t I = u32(b.inter), D = u32(b.hidden);
+    for (const auto& ch : b.chunks) {
+        ops_.moe_gemv(f, b.bf16, {I, D, pairs, x_div, ch.first, ch.count}, *ch.gate, h, pg, route_e, *b.slot_table);
+        ops_.moe_gemv(f, b.bf16, {I, D, pairs, x_div, ch.first, ch.count}, *ch.up, h, pu, route_e, *b.slot_table);
+    }
+    f.barrier();
+    ops_.ew(f, EwOp::Swiglu, pg, pu, pairs * I);
+    f.barrier();
+    for (const auto& ch : b.chunks)
+        ops_.moe_gemv(f, b.bf16, {D, I, pairs, 1, ch.first, ch.count}, *ch.down, pg, py, route_e, *b.slot_table);
+}
+
+void ExpertTier::upload(const Job& j) {
+    Bank& b = *banks_[j.layer];
+    const model::Ffn& f = model_.weights.layers[j.layer].experts[static_cast<std::size_t>(j.expert)];
+    Bank::Chunk& ch = b.chunks[j.slot / b.per_chunk];
+    const std::size_t local = j.slot - ch.first;
+    std::vector<std::byte> packed;
+    pack(f.gate, packed);
+    ch.gate->write(packed.data(), packed.size(), local * b.gate_bytes);
+    pack(f.up, packed);
+    ch.up->write(packed.data(), packed.size(), local * b.gate_bytes);
+    pack(f.down, packed);
+    ch.down->write(packed.data(), packed.size(), local * b.down_bytes);
+    std::lock_guard lock(mutex_);
+    ++counts_.uploads;
+    counts_.upload_bytes += 2 * b.gate_bytes + b.down_bytes;
+}
+
+void ExpertTier::worker() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (stop_) return;
+        const Job job = queue_.front();
+        queue_.pop_front();
+        ++busy_;
+        lock.unlock();
+        std::string failed;
+        try {
+            upload(job);  // memcpy into host-mapped device memory: no queue, no allocation
+        } catch (const std::exception& e) {
+            failed = e.what();
+        }
+        lock.lock();
+        --busy_;
+        if (!failed.empty() && error_.empty()) error_ = failed;
+        done_.push_back(job);
+        idle_.notify_all();
+    }
+}
+
+void ExpertTier::write_slots(int layer) {
+    const Bank& b = *banks_[layer];
+    b.slot_table->write(b.slot_of.data(), b.slot_of.size() * 4);
+}
+
+void ExpertTier::note_routes(int layer, std::span<const std::uint32_t> experts) {
+    if (!has(layer)) return;
+    const int row = history_slot_[layer];
+    for (std::uint32_t e : experts)
+        if (e < static_cast<std::uint32_t>(c_.experts)) history_.add(row, static_cast<int>(e), 1.0);
+}
+
+void ExpertTier::note_tokens(std::uint64_t tokens) {
+    if (layers_with_bank() > 0) history_.add_tokens(tokens);
+}
+
+void ExpertTier::between_steps() {
+    std::vector<Job> finished;
+    {
+        std::lock_guard lock(mutex_);
+        if (!error_.empty()) throw DeviceLost("an expert upload: " + error_);
+        finished.swap(done_);
+    }
+    std::vector<char> changed(banks_.size(), 0);
+    for (const Job& j : finished) {
+        Bank& b = *banks_[j.layer];
+        b.loading[j.slot] = 0;
+        b.expert_in[j.slot] = j.expert;
+        b.slot_of[static_cast<std::size_t>(j.expert)] = j.slot;
+        changed[j.layer] = 1;
+    }
+    std::vector<Job> start;
+    for (std::size_t i = 0; i < banks_.size(); ++i) {
+        if (!banks_[i] || banks_[i]->resident()) continue;
+        Bank& b = *banks_[i];
+        const int row = history_slot_[i];
+        // The experts that should hold the slots, hottest first.
+        const std::vector<int> want = history_.top(row, static_cast<int>(b.capacity));
+        std::vector<char> wanted(static_cast<std::size_t>(c_.experts), 0);
+        for (int e : want) wanted[e] = 1;
+        int started = 0;
+        for (int e : want) {
+            if (started >= options_.uploads_per_step) break;
+            if (b.slot_of[e] != kNoSlot) continue;
+            bool on_its_way = false;
+            for (std::uint32_t s = 0; s < b.capacity; ++s) on_its_way = on_its_way || (b.loading[s] && b.expert_in[s] == e);
+            if (on_its_way) continue;
+            // A free slot, else the coldest one whose expert is no longer wanted.
+            std::uint32_t slot = kNoSlot;
+            for (std::uint32_t s = 0; s < b.capacity && slot == kNoSlot; ++s)
+                if (!b.loading[s] && b.expert_in[s] < 0) slot = s;
+            if (slot == kNoSlot) {
+                double coldest = 0;
+                for (std::uint32_t s = 0; s < b.capacity; ++s) {
+                    const int x = b.expert_in[s];
+                    if (b.loading[s] || x < 0 || wanted[x]) continue;
+                    const double cnt = history_.count(row, x);
+                    if (slot == kNoSlot || cnt < coldest) slot = s, coldest = cnt;
+                }
+            }
+            if (slot == kNoSlot) break;
+            if (const int old = b.expert_in[slot]; old >= 0) {
+                b.slot_of[static_cast<std::size_t>(old)] = kNoSlot;  // no frame reads it from now on
+                std::lock_guard lock(mutex_);
+                ++counts_.evictions;
+            }
+            b.expert_in[slot] = e;  // the expert on its way (slot_of is set once it is there)
+            b.loading[slot] = 1;
+            start.push_back({static_cast<int>(i), slot, e});
+            changed[i] = 1;
+            ++started;
+        }
+    }
+    for (std::size_t i = 0; i < banks_.size(); ++i)
+        if (changed[i]) write_slots(static_cast<int>(i));
+    if (start.empty()) return;
+    if (threaded_) {
+        {
+            std::lock_guard lock(mutex_);
+            queue_.insert(queue_.end(), start.begin(), start.end());
+        }
+        wake_.notify_all();
+        return;
+    }
+    // Device memory the host can't map: the uploads go through staging copies on the
+    // queue, between steps, a few a layer each time.
+    for (const Job& j : start) upload(j);
+    std::lock_guard lock(mutex_);
+    done_.insert(done_.end(), start.begin(), start.end());
+}
+
+void ExpertTier::drain() {
+    std::unique_lock lock(mutex_);
+    idle_.wait(lock, [&] { return queue_.empty() && busy_ == 0; });
+}
+
+ExpertTier::Counters ExpertTier::counters() const {
+    std::lock_guard lock(mutex_);
+    return counts_;
+}
+
+}  // namespace inkling::vulkan

@@ -1,0 +1,131 @@
+// The device expert tier: routed experts held in device memory, per MoE layer a bank of
+// slots (each one expert's gate, up and down, packed), next to the host's RAM cache and
+// disk (shared/seeds/000's design; docs/vulkan.md, "Routed experts on the device").
+//
+// Two ways a layer uses its bank:
+// - resident: every expert of the layer has a slot, so the router's top-k runs on the
+//   device too and the MoE block needs no host round trip (Chain::moe_resident);
+// - tier: fewer slots than experts. The host routes; the layer's (row, expert) pairs split
+//   into the device's hits and the host's misses, computed at the same time and joined in
+//   the CPU's order (each row's pairs in increasing expert id). Which experts hold the
+//   slots follows a usage history (decayed counts, as the RAM cache's pins): between
+//   steps the hottest experts without a slot are uploaded — on a worker thread where the
+//   device memory is host-mapped, never stalling a step — and replace the coldest ones.
+//   A slot being filled is not used until its upload is done.
+//
+//   ExpertTier tier(ctx, ops, model, device_layers, budget_bytes, {});
+//   tier.between_steps();                         // no frame in flight
+//   if (tier.resident(i)) …  tier.record_pairs(frame, i, …);  tier.note_routes(i, experts);
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/experts/usage_history.h"
+#include "engine/model/weights.h"
+#include "engine/vulkan/buffer.h"
+#include "engine/vulkan/ops.h"
+
+namespace inkling::vulkan {
+
+struct TierOptions {
+    int layers = -1;  // MoE layers with a bank, from the first: -1 every one the budget allows, 0 none
+    int slots = 0;    // slots a layer, forced (tests): 0 every expert when all fit, else what the budget gives
+    double half_life_tokens = 4096;  // the usage history's decay
+    int uploads_per_step = 4;        // per layer, at most, started between two steps
+    bool inline_uploads = false;     // tests: between steps on the calling thread, as without host-mapped memory
+};
+
+class ExpertTier {
+public:
+    static constexpr std::uint32_t kNoSlot = 0xffffffffu;
+
+    // Places banks for the MoE layers among the first `device_layers` within `budget`
+    // bytes; a resident layer is filled at once, a tier layer starts from the usage
+    // history's hottest experts (`history` may be null) and learns. Prints why experts
+    // stay on the host when the model's experts can't be read by the shaders.
+    ExpertTier(Context& ctx, const Ops& ops, const model::Model& model, int device_layers, std::uint64_t budget,
+               const TierOptions& options, const experts::UsageHistory* history = nullptr);
+    ~ExpertTier();
+    ExpertTier(const ExpertTier&) = delete;
+    ExpertTier& operator=(const ExpertTier&) = delete;
+
+    bool has(int layer) const;       // a bank, any slots
+    bool resident(int layer) const;  // every expert in a slot: routes on the device
+    int layers_with_bank() const;
+    int resident_layers() const;
+    std::uint64_t bytes() const { return bytes_; }
+    std::uint32_t slots(int layer) const;
+    // The expert's slot now (kNoSlot: the host computes it).
+    std::uint32_t slot_of(int layer, int expert) const;
+    // The experts holding slots (increasing id), and the ones the usage history says should
+    // (hottest first, at most the slot count).
+    std::vector<int> experts_in_slots(int layer) const;
+    std::vector<int> hottest(int layer) const;
+    // The router's correction bias and route_scale × router scale of a banked layer.
+    const Buffer& bias(int layer) const;
+    float route_scale(int layer) const;
+
+    // Records the routed projections of the pairs whose expert has a slot: y[q] =
+    // down(silu(gate(x)) ⊙ up(x)) with x = h[q / x_div]; others are left alone.
+    void record_pairs(Frame& f, int layer, std::uint32_t pairs, std::uint32_t x_div, const Buffer& h,
+                      const Binding& route_e, const Buffer& pg, const Buffer& pu, const Buffer& py) const;
+
+    // The experts a step's pairs used (the usage history) and its tokens.
+    void note_routes(int layer, std::span<const std::uint32_t> experts);
+    void note_tokens(std::uint64_t tokens);
+    // Between steps, no frame in flight: slots whose upload finished take their expert;
+    // the hottest experts without a slot start uploading into free or colder slots.
+    // Throws DeviceLost when an upload found the device lost.
+    void between_steps();
+    // Waits for uploads in flight (tests, and before the tier is dropped).
+    void drain();
+
+    struct Counters {
+        std::uint64_t uploads = 0, evictions = 0;
+        std::uint64_t upload_bytes = 0;
+    };
+    Counters counters() const;
+
+private:
+    struct Bank;
+    struct Job {
+        int layer;
+        std::uint32_t slot;
+        int expert;
+    };
+    void upload(const Job& job);  // packs and writes one expert into its slot
+    void worker();
+    void write_slots(int layer);  // the bank's expert → slot table to the device
+
+    Context& ctx_;
+    const Ops& ops_;
+    const model::Model& model_;
+    const model::Config& c_;
+    TierOptions options_;
+    std::vector<std::unique_ptr<Bank>> banks_;  // per model layer (null: none)
+    std::uint64_t bytes_ = 0;
+    experts::UsageHistory history_;
+    std::vector<int> history_slot_;  // model layer → history row
+
+    bool threaded_ = false;  // every bank buffer host-mapped: uploads on the worker
+    std::thread thread_;
+    mutable std::mutex mutex_;
+    std::condition_variable wake_, idle_;
+    std::deque<Job> queue_;
+    std::vector<Job> done_;
+    std::string error_;  // an upload's DeviceLost, reported at the next between_steps()
+    bool stop_ = false;
+    int busy_ = 0;
+    Counters counts_;
+};
+
+}  // namespace inkling::vulkan

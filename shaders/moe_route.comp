@@ -1,0 +1,51 @@
+// The MoE router's top-k on the device (resident layers: every routed expert on the
+// device, so no host round trip): per row, choice(e) = sigmoid(logit e) + bias e, the K
+// best in turn (ties to the lowest id), combine weights sigmoid(logit)·scale / z with z the
+// sum of the chosen and the shared experts' sigmoids (in the CPU's order: chosen in
+// selection order, then shared). The row's K pairs are written in increasing expert id —
+// the order the CPU sums routed contributions in. One invocation a row.
+#version 450
+layout(local_size_x = 64) in;
+layout(std430, set = 0, binding = 0) readonly buffer Logits { float lg[]; };   // [R][E+NS]
+layout(std430, set = 0, binding = 1) readonly buffer Bias { float bias[]; };   // [E]
+layout(std430, set = 0, binding = 2) writeonly buffer RouteE { uint re[]; };   // [R][K]
+layout(std430, set = 0, binding = 3) writeonly buffer RouteW { float rw[]; };  // [R][K]
+layout(std430, set = 0, binding = 4) writeonly buffer SharedW { float sw[]; }; // [R][NS]
+layout(push_constant) uniform Push { uint R, E, NS, K; float scale; } p;
+
+float sigm(float v) { return 1.0 / (1.0 + exp(-v)); }
+
+void main() {
+    const uint row = gl_GlobalInvocationID.x;
+    if (row >= p.R) return;
+    const uint lb = row * (p.E + p.NS);
+    uint chosen[16];  // K ≤ 16 (the chain declines more)
+    float z = 0.0;
+    for (uint k = 0; k < p.K; ++k) {
+        uint best = 0xffffffffu;
+        float bv = 0.0;
+        for (uint e = 0; e < p.E; ++e) {
+            bool taken = false;
+            for (uint j = 0; j < k; ++j) taken = taken || chosen[j] == e;
+            if (taken) continue;
+            const float c = sigm(lg[lb + e]) + bias[e];
+            if (best == 0xffffffffu || c > bv) { best = e; bv = c; }
+        }
+        chosen[k] = best;
+        z += sigm(lg[lb + best]);
+    }
+    for (uint j = 0; j < p.NS; ++j) z += sigm(lg[lb + p.E + j]);
+    const float scale = p.scale / z;
+    // Increasing expert id (insertion sort of K ids).
+    for (uint a = 1; a < p.K; ++a) {
+        const uint v = chosen[a];
+        uint b = a;
+        for (; b > 0 && chosen[b - 1] > v; --b) chosen[b] = chosen[b - 1];
+        chosen[b] = v;
+    }
+    for (uint k = 0; k < p.K; ++k) {
+        re[row * p.K + k] = chosen[k];
+        rw[row * p.K + k] = sigm(lg[lb + chosen[k]]) * scale;
+    }
+    for (uint j = 0; j < p.NS; ++j) sw[row * p.NS + j] = sigm(lg[lb + p.E + j]) * scale;
+}

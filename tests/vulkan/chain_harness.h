@@ -1,0 +1,76 @@
+// What the chain tests share: a chain (or a skip without a device), prompts, greedy runs
+// compared step by step against the CPU forward.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/forward/forward.h"
+#include "engine/model/weights.h"
+#include "engine/sampling/sampler.h"
+#include "engine/vulkan/chain.h"
+
+namespace chain_harness {
+
+using namespace inkling;
+
+
+inline std::unique_ptr<vulkan::Chain> chain_or_skip(const model::Model& m, vulkan::ChainOptions o = {}) {
+    try {
+        return std::make_unique<vulkan::Chain>(m, o);
+    } catch (const vulkan::Unavailable& e) {
+        MESSAGE("no Vulkan device: " << e.what());
+        return nullptr;
+    }
+}
+
+inline std::vector<std::int32_t> prompt_for(const model::Config& c, int n) {
+    std::vector<std::int32_t> ids;
+    for (int i = 0; i < n; ++i) ids.push_back(static_cast<std::int32_t>((i * 37 + 11) % c.unpadded_vocab));
+    return ids;
+}
+
+inline double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    REQUIRE(a.size() == b.size());
+    double d = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, static_cast<double>(std::abs(a[i] - b[i])));
+    return d;
+}
+
+// A greedy run: the prompt in `chunk`-sized steps, then `n` decode steps. Returns every
+// step's last-row logits and the tokens.
+struct Trace {
+    std::vector<std::vector<float>> logits;
+    std::vector<std::int32_t> tokens;
+};
+inline Trace greedy(forward::Forward& fw, const model::Config& c, const std::vector<std::int32_t>& prompt, int n,
+             std::size_t chunk = 1000) {
+    auto st = forward::make_session(c, static_cast<std::int64_t>(prompt.size()) + n + 1);
+    Trace t;
+    for (std::size_t at = 0; at < prompt.size(); at += chunk) {
+        const std::size_t k = std::min(chunk, prompt.size() - at);
+        t.logits.push_back(fw.step(st, std::span(prompt).subspan(at, k), nullptr, false));
+    }
+    for (int i = 0; i < n; ++i) {
+        const auto next = static_cast<std::int32_t>(sampling::argmax(t.logits.back()));
+        t.tokens.push_back(next);
+        t.logits.push_back(fw.step(st, std::span(&next, 1), nullptr, false));
+    }
+    return t;
+}
+
+inline void check_same(const Trace& cpu, const Trace& dev, double bound = 1e-4) {
+    CHECK(cpu.tokens == dev.tokens);
+    REQUIRE(cpu.logits.size() == dev.logits.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < cpu.logits.size(); ++i) worst = std::max(worst, max_diff(cpu.logits[i], dev.logits[i]));
+    CHECK(worst <= bound);
+}
+
+
+}  // namespace chain_harness

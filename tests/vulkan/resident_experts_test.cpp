@@ -1,0 +1,199 @@
+// The chain's resident mode on a real Vulkan driver (lavapipe in CI): every routed expert
+// of a MoE layer on the device, the router's top-k and the combine there too, so a step
+// needs one wait — against the CPU forward (tokens, logits within 1e-4, the same experts
+// counted), with some layers resident and the rest on the host, with several sessions in
+// one batch, and with a device lost mid-step.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "engine/forward/forward.h"
+#include "engine/vulkan/chain.h"
+#include "engine/vulkan/frame.h"
+#include "tests/engine/fixture_paths.h"
+#include "tests/vulkan/chain_harness.h"
+
+using namespace inkling;
+using namespace chain_harness;
+
+namespace {
+
+int sparse_layers(const model::Config& c) {
+    int n = 0;
+    for (int i = 0; i < c.layers; ++i) n += c.kinds[i].sparse;
+    return n;
+}
+
+}  // namespace
+
+TEST_CASE("vulkan resident experts: routing on the device matches the CPU, one wait a step") {
+    // base: 2 shared experts, tau; ring: window 4, 1 shared; mixed: E=16 top-4; audio: ns=1.
+    for (const char* name : {"base-hf-f32", "base-release-bf16", "ring-hf-f32", "mixed-hf-f32", "audio-hf-f32"}) {
+        CAPTURE(name);
+        auto model = model::load_model(test_paths::fixtures() / name);
+        cpu::ThreadPool pool(2);
+        forward::Forward cpu_fw(model, pool), dev_fw(model, pool);
+        auto chain = chain_or_skip(model);
+        if (!chain) return;
+        REQUIRE(chain->full());
+        CHECK(chain->resident_layers() == sparse_layers(model.config));
+        CHECK(chain->expert_bytes() > 0);
+        dev_fw.set_chain(std::move(chain));
+        const auto prompt = prompt_for(model.config, 19);
+        const int decode = 12;
+        check_same(greedy(cpu_fw, model.config, prompt, decode), greedy(dev_fw, model.config, prompt, decode));
+        REQUIRE(dev_fw.chain() != nullptr);
+        const auto& st = dev_fw.chain()->stats();
+        // Every step ran on the device, each in one submit and one wait (no layer splits).
+        CHECK(st.steps == static_cast<std::uint64_t>(1 + decode));
+        CHECK(st.waits == st.steps);
+        CHECK(st.frames == st.steps);
+        CHECK(st.host_pairs == 0);
+        CHECK(st.device_pairs == static_cast<std::uint64_t>((19 + decode) * model.config.top_k * sparse_layers(model.config)));
+        // The device's routes reach the usage counts: the same experts as the CPU picked.
+        CHECK(dev_fw.expert_uses() == cpu_fw.expert_uses());
+    }
+}
+
+TEST_CASE("vulkan resident experts: some layers resident, the others routed on the host") {
+    auto model = model::load_model(test_paths::fixtures() / "mixed-hf-f32");
+    cpu::ThreadPool pool(2);
+    forward::Forward cpu_fw(model, pool);
+    const auto prompt = prompt_for(model.config, 17);
+    const Trace want = greedy(cpu_fw, model.config, prompt, 8, 5);
+    const int sparse = sparse_layers(model.config);
+    REQUIRE(sparse >= 2);
+    for (int layers : {1, sparse - 1}) {
+        CAPTURE(layers);
+        vulkan::ChainOptions o;
+        o.expert_layers = layers;
+        auto chain = chain_or_skip(model, o);
+        if (!chain) return;
+        CHECK(chain->resident_layers() == layers);
+        forward::Forward dev_fw(model, pool);
+        dev_fw.set_chain(std::move(chain));
+        check_same(want, greedy(dev_fw, model.config, prompt, 8, 5));
+        const auto& st = dev_fw.chain()->stats();
+        CHECK(st.device_pairs > 0);
+        CHECK(st.host_pairs > 0);
+        CHECK(st.waits > st.steps);  // the host-routed layers wait for their router logits
+        CHECK(dev_fw.expert_uses() == cpu_fw.expert_uses());
+    }
+}
+
+TEST_CASE("vulkan resident experts: sessions batched together match solo CPU runs") {
+    auto model = model::load_model(test_paths::fixtures() / "base-release-bf16");
+    const auto& c = model.config;
+    cpu::ThreadPool pool(2);
+    forward::Forward cpu_fw(model, pool), dev_fw(model, pool);
+    auto chain = chain_or_skip(model);
+    if (!chain) return;
+    REQUIRE(chain->resident_layers() > 0);
+    dev_fw.set_chain(std::move(chain));
+    auto s1 = forward::make_session(c, 64), s2 = forward::make_session(c, 64), s3 = forward::make_session(c, 64);
+    auto c1 = forward::make_session(c, 64), c2 = forward::make_session(c, 64), c3 = forward::make_session(c, 64);
+    const auto p1 = prompt_for(c, 9), p2 = prompt_for(c, 3), p3 = prompt_for(c, 14);
+    std::vector<forward::Block> blocks = {{&s1, p1, nullptr, false}, {&s2, p2, nullptr, false}, {&s3, p3, nullptr, true}};
+    auto got = dev_fw.step_batch(blocks);
+    CHECK(max_diff(got[0], cpu_fw.step(c1, p1, nullptr, false)) <= 1e-4);
+    CHECK(max_diff(got[1], cpu_fw.step(c2, p2, nullptr, false)) <= 1e-4);
+    CHECK(max_diff(got[2], cpu_fw.step(c3, p3, nullptr, true)) <= 1e-4);
+    CHECK(dev_fw.chain()->stats().waits == 1);
+}
+
+TEST_CASE("vulkan resident experts: a device lost mid-step finishes on the CPU with the same tokens") {
+    auto model = model::load_model(test_paths::fixtures() / "mixed-hf-f32");
+    cpu::ThreadPool pool(2);
+    forward::Forward cpu_fw(model, pool);
+    const auto prompt = prompt_for(model.config, 17);
+    const Trace want = greedy(cpu_fw, model.config, prompt, 10, 6);
+    // One submit a step: the prompt takes submits 1–3, decode the rest.
+    for (std::uint64_t k : {1, 2, 3, 4, 9}) {
+        CAPTURE(k);
+        forward::Forward dev_fw(model, pool);
+        auto chain = chain_or_skip(model);
+        if (!chain) return;
+        REQUIRE(chain->resident_layers() > 0);
+        dev_fw.set_chain(std::move(chain));
+        vulkan::Frame::set_fault_at(vulkan::Frame::submits() + k);
+        const Trace got = greedy(dev_fw, model.config, prompt, 10, 6);
+        vulkan::Frame::set_fault_at(0);
+        check_same(want, got);
+        CHECK(dev_fw.chain() == nullptr);
+        CHECK(dev_fw.take_device_event().find("device lost") != std::string::npos);
+    }
+}
+
+TEST_CASE("vulkan expert tier: a few slots a layer, hits on the device and misses on the host, same tokens") {
+    auto model = model::load_model(test_paths::fixtures() / "mixed-hf-f32");  // E=16, top-4
+    const auto& c = model.config;
+    cpu::ThreadPool pool(2);
+    forward::Forward cpu_fw(model, pool);
+    const auto prompt = prompt_for(c, 17);
+    const Trace want = greedy(cpu_fw, c, prompt, 14, 5);
+    for (bool inline_uploads : {false, true}) {
+        for (int slots : {1, 5}) {
+            CAPTURE(inline_uploads);
+            CAPTURE(slots);
+            vulkan::ChainOptions o;
+            o.expert_slots = slots;
+            o.inline_uploads = inline_uploads;
+            auto chain = chain_or_skip(model, o);
+            if (!chain) return;
+            REQUIRE(chain->tier_layers() == sparse_layers(c));
+            CHECK(chain->resident_layers() == 0);
+            forward::Forward dev_fw(model, pool);
+            dev_fw.set_chain(std::move(chain));
+            check_same(want, greedy(dev_fw, c, prompt, 14, 5));
+            vulkan::Chain& ch = *dev_fw.chain();
+            const auto& st = ch.stats();
+            CHECK(st.steps == 4 + 14);
+            CHECK(st.host_pairs > 0);    // the first step: nothing in the slots yet
+            CHECK(st.device_pairs > 0);  // later steps: the hot experts are there
+            CHECK(st.host_pairs + st.device_pairs ==
+                  static_cast<std::uint64_t>((17 + 14) * c.top_k * sparse_layers(c)));
+            CHECK(ch.tier()->counters().uploads > 0);
+            if (slots == 1) CHECK(ch.tier()->counters().evictions > 0);
+            // Once the uploads land, the slots hold the experts the usage history ranks hottest.
+            for (int round = 0; round < 3; ++round) {
+                ch.tier()->drain();
+                ch.tier()->between_steps();  // no frame in flight between steps
+            }
+            for (int i = 0; i < c.layers; ++i) {
+                if (!c.kinds[i].sparse) continue;
+                CAPTURE(i);
+                const auto hot = ch.tier()->hottest(i);
+                const auto in = ch.tier()->experts_in_slots(i);
+                CHECK(!hot.empty());
+                CHECK(in.size() <= static_cast<std::size_t>(slots));
+                for (int e : hot) CHECK(std::find(in.begin(), in.end(), e) != in.end());
+            }
+        }
+    }
+}
+
+TEST_CASE("vulkan expert tier: a device lost with experts in the slots finishes on the CPU") {
+    auto model = model::load_model(test_paths::fixtures() / "mixed-hf-f32");
+    cpu::ThreadPool pool(2);
+    forward::Forward cpu_fw(model, pool);
+    const auto prompt = prompt_for(model.config, 17);
+    const Trace want = greedy(cpu_fw, model.config, prompt, 10, 6);
+    for (std::uint64_t k : {2, 12, 30}) {
+        CAPTURE(k);
+        vulkan::ChainOptions o;
+        o.expert_slots = 3;
+        o.inline_uploads = true;  // the fault counter counts its staging submits deterministically
+        auto chain = chain_or_skip(model, o);
+        if (!chain) return;
+        forward::Forward dev_fw(model, pool);
+        dev_fw.set_chain(std::move(chain));
+        vulkan::Frame::set_fault_at(vulkan::Frame::submits() + k);
+        const Trace got = greedy(dev_fw, model.config, prompt, 10, 6);
+        vulkan::Frame::set_fault_at(0);
+        check_same(want, got);
+        CHECK(dev_fw.chain() == nullptr);
+        CHECK(dev_fw.take_device_event().find("device lost") != std::string::npos);
+    }
+}
