@@ -1,7 +1,7 @@
 # The single entry point. On a fresh Debian 12 machine:
 #   make run    build, then start what the project serves
 #   make test   build everything, run every test; ends with "N passed, N failed"
-# Other targets: deps, build, eval, bench, asan, fuzz, oracle, clean. Builds go out of tree into build/.
+# Other targets: deps, build, eval, bench, asan, fuzz, oracle, options-doc, clean. Builds go out of tree into build/.
 
 BUILD       ?= build
 ASAN_BUILD  ?= build-asan
@@ -9,7 +9,7 @@ FUZZ_BUILD  ?= build-fuzz
 FUZZ_SECONDS ?= 20
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps build test run eval bench asan fuzz oracle clean
+.PHONY: all deps build test run eval bench asan fuzz oracle options-doc clean
 
 all: build
 
@@ -52,6 +52,11 @@ fuzz: deps
 oracle: deps
 	tools/make-tiny/ensure.sh $(BUILD)/fixtures
 	/usr/bin/python3 tools/reference/make_goldens.py $(BUILD)/fixtures tests/fixtures/golden
+
+# Rewrites docs/configuration.md from the binaries' flag declarations (engine/options.cpp,
+# gateway/options.cpp, tools/coli/options.cpp, tools/dmel/options.cpp); `make test` checks it.
+options-doc: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) --target configuration-doc
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -4,7 +4,8 @@
 //   inkling info --model DIR
 //   inkling convert SRC DST [--experts int4|int8] [--dense keep|int8|int4g64] [--keep-audio]
 //
-// Errors go to stderr with a non-zero exit; nothing is printed half-way as if it worked.
+// Every flag is declared once in engine/options.cpp (docs/configuration.md is made from
+// it). Errors go to stderr with a non-zero exit; nothing is printed half-way as if it worked.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -30,12 +31,16 @@
 #include "engine/forward/forward.h"
 #include "engine/model/tokenizer.h"
 #include "engine/model/weights.h"
+#include "engine/options.h"
 #include "engine/sampling/sampler.h"
 #include "engine/serve/scheduler.h"
 #include "engine/serve/serve_loop.h"
 #include "engine/vulkan/chain_stats.h"
+#include "engine/vulkan/frame.h"
 #include "engine/vulkan/setup.h"
 #include "protocol/binary_stdio.h"
+#include "protocol/cli/cxxopts_bind.h"
+#include "protocol/cli/env.h"
 #include "protocol/fields.h"
 #include "protocol/tml_render.h"
 
@@ -43,6 +48,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 namespace tml = inkling::protocol::tml;
+namespace cli = inkling::cli;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -75,23 +81,32 @@ std::optional<inkling::model::Tokenizer> load_tokenizer(const inkling::model::Mo
     return inkling::model::Tokenizer::load(path);
 }
 
-void apply_common(const cxxopts::ParseResult& args) {
+// Process-wide settings, before any model loads: the kernel ISA and the Vulkan fault hook
+// (--fault-vk-submit, else INKLING_VK_FAULT), which the device code only counts against.
+void apply_common(const cxxopts::ParseResult& args, const std::string& cmd) {
     if (args.count("isa")) inkling::cpu::set_isa(inkling::cpu::parse_isa(args["isa"].as<std::string>()));
+    if (args.count("fault-vk-submit")) {
+        inkling::vulkan::Frame::set_fault_at(args["fault-vk-submit"].as<std::uint64_t>());
+    } else if (auto v = cli::env(inkling::engine::program(), "INKLING_VK_FAULT", cmd)) {
+        auto n = inkling::protocol::parse_u64(*v);
+        if (!n) throw std::runtime_error("INKLING_VK_FAULT: '" + *v + "' is not a submit count");
+        inkling::vulkan::Frame::set_fault_at(*n);
+    }
 }
 
-// The expert cache of a converted model under --cap/--ram-gb/--pin/--usage-file (null for
+// The expert cache of a converted model under --cap/--ram-gb/--pin-experts/--usage-file (null for
 // a mapped one). It saves the usage history when the last owner lets go.
 std::shared_ptr<inkling::experts::ExpertCache> cache_for(const inkling::model::Model& model,
                                                          const cxxopts::ParseResult& args) {
     inkling::experts::CacheFlags f;
     if (args.count("cap")) f.cap = args["cap"].as<int>();
     if (args.count("ram-gb")) f.ram_gb = args["ram-gb"].as<double>();
-    if (args.count("pin")) f.pins = args["pin"].as<int>();
+    if (args.count("pin-experts")) f.pins = args["pin-experts"].as<int>();
     if (args.count("usage-file")) f.usage_file = args["usage-file"].as<std::string>();
     return inkling::experts::make_cache(model, f);
 }
 
-// The Vulkan chain under --vulkan/--vk-device/--vk-layers/--vk-budget-mb, handed to `fw`.
+// The Vulkan chain under --vulkan/--vk-device/--vk-layers/--vk-budget-mb/--vk-experts, handed to `fw`.
 void attach_device(inkling::forward::Forward& fw, const inkling::model::Model& model,
                    const cxxopts::ParseResult& args) {
     inkling::vulkan::VulkanFlags f;
@@ -99,6 +114,7 @@ void attach_device(inkling::forward::Forward& fw, const inkling::model::Model& m
     if (args.count("vk-device")) f.device = args["vk-device"].as<int>();
     if (args.count("vk-layers")) f.layers = args["vk-layers"].as<int>();
     if (args.count("vk-budget-mb")) f.budget_mb = args["vk-budget-mb"].as<std::uint64_t>();
+    f.experts = args["vk-experts"].as<std::string>();
     fw.set_chain(inkling::vulkan::open_chain(model, f), f.mode == "prompts");
 }
 
@@ -295,7 +311,7 @@ int cmd_serve(const cxxopts::ParseResult& args) {
     o.slots = args["slots"].as<int>();
     o.context = args.count("ctx") ? args["ctx"].as<std::int64_t>() : 4096;
     o.prefill_chunk = args["prefill-chunk"].as<std::int64_t>();
-    o.pins = args["pins"].as<std::size_t>();
+    o.pins = args["snapshot-pins"].as<std::size_t>();
     if (args.count("fault-kill-once-file")) o.fault_kill_once_file = args["fault-kill-once-file"].as<std::string>();
     o.fault_device_lost_after = args["fault-device-lost-after"].as<int>();
     if (o.slots < 1 || o.slots > 256) throw std::runtime_error("--slots must lie in 1..256");
@@ -396,23 +412,13 @@ int cmd_bench(const cxxopts::ParseResult& args) {
 // A checkpoint → a directory with int4/int8 experts (docs/convert.md). Its own flags:
 // positional SRC DST, nothing shared with the model commands.
 int cmd_convert(int argc, char** argv) {
-    cxxopts::Options options("inkling convert", "Converts a checkpoint (release or transformers layout).\n"
-                                                "  inkling convert SRC DST [options]");
-    options.positional_help("SRC DST");
-    options.add_options()
-        ("paths", "SRC DST", cxxopts::value<std::vector<std::string>>())
-        ("experts", "routed experts: int4 (groups of 32) or int8 (per row)", cxxopts::value<std::string>()->default_value("int4"))
-        ("dense", "other matrices: keep (as in SRC), int8, int4g64", cxxopts::value<std::string>()->default_value("keep"))
-        ("keep-audio", "keep the audio tower (dropped by default)", cxxopts::value<bool>()->default_value("false"))
-        ("restart", "discard an earlier conversion in DST, finished or not, and start over", cxxopts::value<bool>()->default_value("false"))
-        ("threads", "experts converted at once (0 = one a core)", cxxopts::value<unsigned>()->default_value("0"))
-        ("fault-stop-after-records", "tests only: die (SIGKILL) after N expert records, as an interrupted run", cxxopts::value<std::int64_t>()->default_value("-1"))
-        ("h,help", "this help");
-    options.parse_positional({"paths"});
+    cxxopts::Options options("inkling convert");
+    cli::add_options(options, inkling::engine::program(), {"convert"});
     auto args = options.parse(argc, argv);
+    cli::check_applies(args, inkling::engine::program(), "convert");
     const auto paths = args.count("paths") ? args["paths"].as<std::vector<std::string>>() : std::vector<std::string>{};
     if (args.count("help") || paths.size() != 2) {
-        std::cout << options.help() << "\n";
+        std::cout << cli::help(inkling::engine::program(), {"convert"}) << "\n";
         return args.count("help") ? 0 : 2;
     }
     inkling::convert::Options o;
@@ -431,59 +437,26 @@ int cmd_convert(int argc, char** argv) {
 
 }  // namespace
 
+// The commands parsed here; convert parses its own (positional SRC DST).
+const std::initializer_list<std::string_view> kModelCommands = {"run", "serve", "eval", "info", "bench"};
+
 int main(int argc, char** argv) {
-    cxxopts::Options options("inkling", "The Inkling engine.\n  inkling run --model DIR (--prompt TEXT | --ids 1,2,3) [options]\n  inkling serve --model DIR [--slots N] [--ctx N] [--threads N]\n  inkling eval --model DIR (--text FILE | --ids 1,2,3) [--ctx WINDOW]\n  inkling info --model DIR\n  inkling bench --model DIR [--prompt-tokens N] [--decode-tokens N]\n  inkling bench --kernels [--kernel-mb 256] [--threads N] [--isa ISA]\n  inkling bench --device-kernels [--kernel-mb 256] [--vk-device N]\n  inkling convert SRC DST [--experts int4|int8] [--dense keep|int8|int4g64] [--keep-audio]");
-    options.positional_help("COMMAND");
-    options.add_options()
-        ("command", "run | serve | eval | info | bench", cxxopts::value<std::string>())
-        ("text", "eval: the text file to score", cxxopts::value<std::string>())
-        ("model", "model directory (config.json, *.safetensors, tokenizer.json)", cxxopts::value<std::string>())
-        ("prompt", "prompt text (needs tokenizer.json)", cxxopts::value<std::string>())
-        ("ids", "prompt as comma-separated token ids", cxxopts::value<std::string>())
-        ("n", "tokens to generate", cxxopts::value<int>()->default_value("32"))
-        ("chat", "wrap --prompt in the TMLv0 chat template", cxxopts::value<bool>()->default_value("false"))
-        ("effort", "thinking effort for --chat: none, minimal, low, medium, high, max", cxxopts::value<std::string>()->default_value("none"))
-        ("audio", "DMel frames (raw u8 [frames][80]) for the <|audio|> placeholders; implies --chat", cxxopts::value<std::string>())
-        ("temperature", "0 = greedy", cxxopts::value<double>()->default_value("0"))
-        ("top-p", "nucleus sampling mass", cxxopts::value<double>()->default_value("1"))
-        ("top-k", "0 = off", cxxopts::value<unsigned>()->default_value("0"))
-        ("repetition-penalty", "1 = off", cxxopts::value<double>()->default_value("1"))
-        ("seed", "sampling seed", cxxopts::value<std::uint64_t>()->default_value("0"))
-        ("ctx", "context capacity in tokens (run: prompt + n; serve: 4096 per slot)", cxxopts::value<std::int64_t>())
-        ("threads", "threads (0 = all cores)", cxxopts::value<unsigned>()->default_value("0"))
-        ("isa", "kernel ISA: scalar, avx2, avx512 (default: best available)", cxxopts::value<std::string>())
-        ("slots", "serve: KV slots (concurrent conversations)", cxxopts::value<int>()->default_value("4"))
-        ("prefill-chunk", "serve: prompt tokens per round and request", cxxopts::value<std::int64_t>()->default_value("256"))
-        ("pins", "serve: pinned snapshots kept (pin=1)", cxxopts::value<std::size_t>()->default_value("4"))
-        ("fault-kill-once-file", "serve, tests only: unless FILE exists, create it and die (SIGKILL) at the first SUBMIT", cxxopts::value<std::string>())
-        ("fault-device-lost-after", "serve, tests only: report EVENT device_lost after N finished requests", cxxopts::value<int>()->default_value("0"))
-        ("prompt-tokens", "bench: prompt length", cxxopts::value<int>()->default_value("128"))
-        ("decode-tokens", "bench: tokens decoded", cxxopts::value<int>()->default_value("32"))
-        ("sessions", "bench: concurrent session counts, e.g. 1,2,4,8", cxxopts::value<std::string>())
-        ("kernels", "bench: the matmul kernels alone (int8, int4, bf16) on synthetic weights; no --model", cxxopts::value<bool>()->default_value("false"))
-        ("device-kernels", "bench: the Vulkan device's copy bandwidth and the chain's GEMV against it; no --model", cxxopts::value<bool>()->default_value("false"))
-        ("kernel-mb", "bench --kernels: MiB of weights per format; --device-kernels: MiB copied", cxxopts::value<std::size_t>()->default_value("256"))
-        ("reuse-tokens", "bench: conversation length for the prefix-reuse TTFT figure (0 = skip)", cxxopts::value<int>()->default_value("0"))
-        ("cap", "converted models: expert cache slots per sparse layer (default: half the free RAM)", cxxopts::value<int>())
-        ("ram-gb", "converted models: the cap that fits this many GB of expert slots", cxxopts::value<double>())
-        ("pin", "converted models: experts pinned per layer from the usage history (default cap/2)", cxxopts::value<int>())
-        ("usage-file", "converted models: expert usage history (default MODEL/expert-usage.json; off: none)", cxxopts::value<std::string>())
-        ("vulkan", "run/serve/eval/bench: auto (a GPU if there is one), on (any device, lavapipe too), off, prompts (prompt steps only)", cxxopts::value<std::string>()->default_value("auto"))
-        ("vk-device", "Vulkan device index (vulkaninfo's order; default: discrete > integrated > CPU driver)", cxxopts::value<int>())
-        ("vk-layers", "tests: run only the first N layers on the device (a partial chain)", cxxopts::value<int>())
-        ("vk-budget-mb", "device memory budget in MiB (default: what the driver reports)", cxxopts::value<std::uint64_t>())
-        ("json", "print one JSON object (ids, tokens, text, prompt_argmax, last_logits, timings)", cxxopts::value<bool>()->default_value("false"))
-        ("h,help", "this help");
-    options.parse_positional({"command"});
+    const cli::Program& program = inkling::engine::program();
     try {
         if (argc >= 2 && std::string(argv[1]) == "convert") return cmd_convert(argc - 1, argv + 1);
+        cxxopts::Options options("inkling");
+        cli::add_options(options, program, kModelCommands);
         auto args = options.parse(argc, argv);
-        if (args.count("help") || !args.count("command")) {
-            std::cout << options.help() << "\n";
+        const std::string cmd = args.count("command") ? args["command"].as<std::string>() : "";
+        const bool known = cli::has_command(program, cmd) && cmd != "convert";
+        if (args.count("help") || cmd.empty()) {
+            std::cout << (known ? cli::help(program, {cmd}) : cli::help(program, kModelCommands)) << "\n";
             return args.count("help") ? 0 : 2;
         }
-        apply_common(args);
-        const std::string cmd = args["command"].as<std::string>();
+        if (cmd == "convert") throw std::runtime_error("convert comes first: inkling convert SRC DST [options]");
+        if (!known) throw std::runtime_error("unknown command '" + cmd + "' (run, serve, eval, info, bench)");
+        cli::check_applies(args, program, cmd);
+        apply_common(args, cmd);
         if (cmd == "bench" && args["kernels"].as<bool>()) return cmd_bench_kernels(args);
         if (cmd == "bench" && args["device-kernels"].as<bool>()) {
             const int dev = args.count("vk-device") ? args["vk-device"].as<int>() : -1;
@@ -495,8 +468,7 @@ int main(int argc, char** argv) {
         if (cmd == "info") return cmd_info(args);
         if (cmd == "bench") return cmd_bench(args);
         if (cmd == "serve") return cmd_serve(args);
-        if (cmd == "eval") return cmd_eval(args);
-        throw std::runtime_error("unknown command '" + cmd + "' (run, serve, eval, info, bench)");
+        return cmd_eval(args);
     } catch (const cxxopts::exceptions::exception& e) {
         std::fprintf(stderr, "inkling: %s\n", e.what());
         return 2;

@@ -3,7 +3,8 @@
 //   inkling-gateway --model DIR [--host 127.0.0.1] [--port 8000] [--api-key K] [--slots N] …
 //
 // One process, one io_context thread: HTTP (Beast), the engine child's pipes (Process),
-// timers. The engine does the heavy work in its own process.
+// timers. The engine does the heavy work in its own process. The flags and INKLING_API_KEY
+// are declared in gateway/options.cpp (docs/configuration.md).
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,9 +16,12 @@
 #include "gateway/asio.h"
 #include "gateway/engine_supervisor.h"
 #include "gateway/metrics.h"
+#include "gateway/options.h"
 #include "gateway/server.h"
 #include "gateway/slot_pool.h"
 #include "protocol/binary_stdio.h"
+#include "protocol/cli/cxxopts_bind.h"
+#include "protocol/cli/env.h"
 
 using namespace inkling::gateway;
 namespace fs = std::filesystem;
@@ -28,53 +32,28 @@ bool is_loopback(const std::string& host) {
     return host == "127.0.0.1" || host == "::1" || host == "localhost" || host.starts_with("127.");
 }
 
-// The engine binary next to this one (build/inkling beside build/inkling-gateway).
-std::string default_engine() {
-    std::error_code ec;
-    auto self = fs::read_symlink("/proc/self/exe", ec);
-    return ec ? "inkling" : (self.parent_path() / "inkling").string();
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
     inkling::protocol::init_binary_stdio();  // SIGPIPE ignored: a vanished peer is an error, not a death
-    cxxopts::Options options("inkling-gateway", "OpenAI-compatible HTTP gateway for the Inkling engine.");
-    options.add_options()
-        ("model", "model directory", cxxopts::value<std::string>())
-        ("model-id", "the model name clients use (default: the directory's name)", cxxopts::value<std::string>())
-        ("host", "address to listen on", cxxopts::value<std::string>()->default_value("127.0.0.1"))
-        ("port", "port to listen on", cxxopts::value<unsigned short>()->default_value("8000"))
-        ("api-key", "require this key (Bearer or x-api-key); also INKLING_API_KEY", cxxopts::value<std::string>())
-        ("allow-insecure-bind", "allow a non-loopback address without an API key", cxxopts::value<bool>()->default_value("false"))
-        ("allowed-host", "extra Host header names accepted (repeatable; * disables the guard)", cxxopts::value<std::vector<std::string>>())
-        ("cors-origin", "allowed CORS origins (repeatable; * allows all)", cxxopts::value<std::vector<std::string>>())
-        ("slots", "engine KV slots (concurrent conversations)", cxxopts::value<int>()->default_value("4"))
-        ("ctx", "context per slot in tokens", cxxopts::value<int>()->default_value("4096"))
-        ("threads", "engine compute threads (0 = all cores)", cxxopts::value<int>()->default_value("0"))
-        ("max-queue", "requests that may wait for a slot before 429", cxxopts::value<int>()->default_value("16"))
-        ("queue-timeout", "seconds a request may wait for a slot", cxxopts::value<int>()->default_value("300"))
-        ("max-tokens", "cap (and default) for max_tokens", cxxopts::value<std::uint64_t>()->default_value("4096"))
-        ("max-body", "request body limit in bytes", cxxopts::value<std::size_t>()->default_value("33554432"))
-        ("dmel-boost", "quiet-clip RMS boost for audio: on (as in training) or off (as transformers)", cxxopts::value<std::string>()->default_value("on"))
-        ("engine", "engine binary", cxxopts::value<std::string>()->default_value(default_engine()))
-        ("engine-arg", "extra argument for the engine (repeatable)", cxxopts::value<std::vector<std::string>>())
-        ("h,help", "this help");
     ServerOptions so;
     EngineSupervisor::Options eo;
     try {
+        cxxopts::Options options("inkling-gateway");
+        inkling::cli::add_options(options, program());
         auto args = options.parse(argc, argv);
         if (args.count("help")) {
-            std::cout << options.help() << "\n";
+            std::cout << inkling::cli::help(program()) << "\n";
             return 0;
         }
+        inkling::cli::check_applies(args, program(), "");
         if (!args.count("model")) throw std::runtime_error("--model DIR is required");
         fs::path model = args["model"].as<std::string>();
         if (!fs::is_directory(model)) throw std::runtime_error("--model " + model.string() + " is not a directory");
         so.host = args["host"].as<std::string>();
         so.port = args["port"].as<unsigned short>();
         if (args.count("api-key")) so.api_key = args["api-key"].as<std::string>();
-        else if (const char* k = std::getenv("INKLING_API_KEY")) so.api_key = k;
+        else if (auto k = inkling::cli::env(program(), "INKLING_API_KEY")) so.api_key = *k;
         if (!is_loopback(so.host) && so.api_key.empty() && !args["allow-insecure-bind"].as<bool>())
             throw std::runtime_error("refusing to listen on " + so.host +
                                      " without an API key (--api-key, or --allow-insecure-bind to accept the risk)");

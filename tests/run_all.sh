@@ -69,6 +69,8 @@ fi
 export INKLING_TOKENIZER_JSON="$build/o200k-inkling/tokenizer.json"
 
 run_unit
+# docs/configuration.md against the four binaries' declarations and their --help.
+run_suite options-doc python3 "$root/tests/options_doc/options_doc_test.py" "$build"
 run_suite tokenizer-parity "$root/tests/engine/tokenizer_parity.sh" "$build"
 # The committed DMel goldens against a live run of the numpy reference DSP.
 run_suite audio-goldens "$root/tools/reference/make_audio_goldens.sh" --check

@@ -371,7 +371,7 @@ std::shared_ptr<ExpertCache> make_cache(const model::Model& model, const CacheFl
     }
     if (flags.pins) {
         if (*flags.pins < 0 || *flags.pins >= o.cap)
-            throw std::runtime_error("--pin must lie in 0.." + std::to_string(o.cap - 1) + " (below the cap, " +
+            throw std::runtime_error("--pin-experts must lie in 0.." + std::to_string(o.cap - 1) + " (below the cap, " +
                                      std::to_string(o.cap) + ")");
         o.pins = *flags.pins;
     }

@@ -165,7 +165,7 @@ private:
     std::vector<std::thread> io_;
 };
 
-// What the command line says about the cache (`--cap`, `--ram-gb`, `--pin`, `--usage-file`).
+// What the command line says about the cache (`--cap`, `--ram-gb`, `--pin-experts`, `--usage-file`).
 struct CacheFlags {
     std::optional<int> cap;
     std::optional<double> ram_gb;

@@ -6,7 +6,8 @@
 //
 // chat and run first look for a gateway at --attach (default http://127.0.0.1:8000,
 // /health then /v1/models, 1.5 s each); without one they start a private engine on
-// --model and speak the wire protocol to it directly.
+// --model and speak the wire protocol to it directly. The flags are declared in
+// tools/coli/options.cpp (docs/configuration.md).
 #include <signal.h>
 #include <unistd.h>
 
@@ -25,7 +26,10 @@
 #include "protocol/audio/audio_error.h"
 #include "protocol/audio/dmel.h"
 #include "protocol/binary_stdio.h"
+#include "protocol/cli/cxxopts_bind.h"
+#include "protocol/cli/sibling.h"
 #include "tools/coli/attached.h"
+#include "tools/coli/options.h"
 #include "tools/coli/private_engine.h"
 
 namespace fs = std::filesystem;
@@ -36,12 +40,6 @@ namespace {
 
 volatile sig_atomic_t g_interrupts = 0;  // Ctrl-C presses since the last prompt
 void on_sigint(int) { g_interrupts = g_interrupts + 1; }
-
-std::string sibling(const std::string& name) {
-    std::error_code ec;
-    auto self = fs::read_symlink("/proc/self/exe", ec);
-    return ec ? name : (self.parent_path() / name).string();
-}
 
 // The committed demo model (models/inkling-demo, found through the source directory the
 // build recorded), used when no --model is given and no gateway answers; "" if absent.
@@ -214,35 +212,22 @@ int chat(Backend& b, const TurnSettings& ts, const Style& st, const std::string&
 int main(int argc, char** argv) {
     inkling::protocol::init_binary_stdio();
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
-    cxxopts::Options options("coli", "Chat with an Inkling model.\n  coli chat [options]\n  coli run \"prompt\" [options]\n  coli serve [gateway options]");
-    options.allow_unrecognised_options();
-    options.add_options()
-        ("command", "chat | run | serve", cxxopts::value<std::string>())
-        ("prompt", "the prompt for run", cxxopts::value<std::string>())
-        ("attach", "gateway URL", cxxopts::value<std::string>()->default_value("http://127.0.0.1:8000"))
-        ("no-attach", "never use a gateway: always a private engine", cxxopts::value<bool>()->default_value("false"))
-        ("api-key", "API key for the gateway", cxxopts::value<std::string>())
-        ("model", "model directory for a private engine (default: the committed models/inkling-demo)", cxxopts::value<std::string>())
-        ("engine", "engine binary", cxxopts::value<std::string>()->default_value(sibling("inkling")))
-        ("ctx", "context for a private engine", cxxopts::value<int>()->default_value("4096"))
-        ("effort", "thinking effort: none, minimal, low, medium, high, xhigh", cxxopts::value<std::string>()->default_value("none"))
-        ("temperature", "sampling temperature", cxxopts::value<double>()->default_value("0.7"))
-        ("top-p", "nucleus mass", cxxopts::value<double>()->default_value("1"))
-        ("max-tokens", "tokens per answer", cxxopts::value<int>()->default_value("1024"))
-        ("system", "a system message", cxxopts::value<std::string>()->default_value(""))
-        ("audio", "run: a WAV clip to send with the prompt", cxxopts::value<std::string>())
-        ("h,help", "this help");
-    options.parse_positional({"command", "prompt"});
     try {
+        cxxopts::Options options("coli");
+        // serve hands every argument to the gateway, so only it lets unknown flags through.
+        if (argc > 1 && std::string_view(argv[1]) == "serve") options.allow_unrecognised_options();
+        inkling::cli::add_options(options, program());
         auto args = options.parse(argc, argv);
-        if (args.count("help") || !args.count("command")) {
-            std::cout << options.help() << "\n";
+        const std::string cmd = args.count("command") ? args["command"].as<std::string>() : "";
+        if (args.count("help") || cmd.empty()) {
+            std::cout << (inkling::cli::has_command(program(), cmd) ? inkling::cli::help(program(), {cmd})
+                                                                     : inkling::cli::help(program()))
+                      << "\n";
             return args.count("help") ? 0 : 2;
         }
-        const std::string cmd = args["command"].as<std::string>();
         if (cmd == "serve") {
             // The gateway in the foreground, with every argument after "serve".
-            std::vector<std::string> gw{sibling("inkling-gateway")};
+            std::vector<std::string> gw{inkling::cli::sibling_path("inkling-gateway")};
             bool after = false, has_model = false;
             for (int i = 1; i < argc; ++i) {
                 if (after) gw.push_back(argv[i]);
@@ -260,6 +245,7 @@ int main(int argc, char** argv) {
             throw std::runtime_error("cannot start " + gw[0]);
         }
         if (cmd != "chat" && cmd != "run") throw std::runtime_error("unknown command '" + cmd + "' (chat, run, serve)");
+        inkling::cli::check_applies(args, program(), cmd);
         TurnSettings ts;
         auto effort = tml::effort_for_level(args["effort"].as<std::string>());
         if (!effort) throw std::runtime_error("--effort: unknown level " + args["effort"].as<std::string>());
@@ -276,7 +262,7 @@ int main(int argc, char** argv) {
         if (cmd == "run") {
             if (!args.count("prompt")) throw std::runtime_error("coli run \"prompt\": the prompt is missing");
             std::vector<tml::Message> history;
-            const std::string system = args["system"].as<std::string>();
+            const std::string system = args.count("system") ? args["system"].as<std::string>() : "";
             if (!system.empty()) history.push_back({tml::Role::System, {tml::Part::text_part(system)}, {}});
             std::vector<Clip> clips;
             if (args.count("audio")) clips.push_back(load_clip(args["audio"].as<std::string>()));
@@ -286,7 +272,7 @@ int main(int argc, char** argv) {
             return answer(*backend, history, clips, ts, st, st.tty) ? 0 : 1;
         }
         std::cout << st.dim() << "coli: " << backend->describe() << " — :help for commands" << st.reset() << "\n";
-        return chat(*backend, ts, st, args["system"].as<std::string>());
+        return chat(*backend, ts, st, args.count("system") ? args["system"].as<std::string>() : "");
     } catch (const cxxopts::exceptions::exception& e) {
         std::fprintf(stderr, "coli: %s\n", e.what());
         return 2;

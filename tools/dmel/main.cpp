@@ -7,7 +7,8 @@
 // --json prints one JSON object: the input's format, sample and frame counts, rms, the
 // boost applied, and notes. --dump-16k writes the 16 kHz mono float32 samples that were
 // encoded; tools/reference/dmel_ref.py takes that file as its input. Errors go to stderr
-// as "inkling-dmel: …". Bad input exits 2, an I/O failure exits 1.
+// as "inkling-dmel: …". Bad input exits 2, an I/O failure exits 1. The flags are declared
+// in tools/dmel/options.cpp (docs/configuration.md).
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -19,6 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/audio/dmel.h"
+#include "protocol/cli/cxxopts_bind.h"
+#include "tools/dmel/options.h"
 
 namespace {
 
@@ -42,28 +45,18 @@ void write_file(const std::string& path, const void* data, std::size_t size) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    cxxopts::Options options("inkling-dmel", "WAV (any rate, any channels) → 16 kHz mono → DMel frames [frames][80] u8.\n"
-                                         "  inkling-dmel IN.wav OUT.dmel [options]");
-    options.positional_help("IN.wav OUT.dmel");
-    options.add_options()
-        ("input", "WAV file", cxxopts::value<std::string>())
-        ("output", "DMel file to write", cxxopts::value<std::string>())
-        ("json", "print a JSON summary to stdout", cxxopts::value<bool>()->default_value("false"))
-        ("boost", "RMS boost of quiet clips: on (what the model saw in training) or off (as HF transformers)",
-         cxxopts::value<std::string>()->default_value("on"))
-        ("quality", "libsamplerate converter: best, medium, fastest, zoh, linear",
-         cxxopts::value<std::string>()->default_value("best"))
-        ("dump-16k", "also write the 16 kHz mono float32 samples (raw little-endian)", cxxopts::value<std::string>())
-        ("h,help", "this help");
-    options.parse_positional({"input", "output"});
+    const auto& program = inkling::dmel::program();
     try {
+        cxxopts::Options options("inkling-dmel");
+        inkling::cli::add_options(options, program);
         auto args = options.parse(argc, argv);
         if (args.count("help")) {
-            std::cout << options.help() << "\n";
+            std::cout << inkling::cli::help(program) << "\n";
             return 0;
         }
+        inkling::cli::check_applies(args, program, "");
         if (!args.count("input") || !args.count("output")) {
-            std::fprintf(stderr, "%s\n", options.help().c_str());
+            std::fprintf(stderr, "%s\n", inkling::cli::help(program).c_str());
             return 2;
         }
         const std::string in = args["input"].as<std::string>(), out = args["output"].as<std::string>();

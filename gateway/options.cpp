@@ -1,0 +1,64 @@
+#include "gateway/options.h"
+
+namespace inkling::gateway {
+namespace {
+
+using cli::Kind;
+using cli::Type;
+
+constexpr cli::Option kOptions[] = {
+    {.name = "model", .value_name = "DIR", .doc = "model directory (config.json, *.safetensors, tokenizer.json)"},
+    {.name = "model-id", .value_name = "ID", .default_doc = "the directory's name",
+     .doc = "the model name clients send as `model`"},
+    // listening, and who may talk to it
+    {.name = "host", .value_name = "HOST", .default_value = "127.0.0.1",
+     .doc = "address to listen on (a non-loopback one needs an API key)"},
+    {.name = "port", .type = Type::Port, .value_name = "PORT", .default_value = "8000",
+     .doc = "port to listen on (bound before the engine starts: a busy port fails at once)"},
+    {.name = "api-key", .value_name = "KEY", .default_doc = "`INKLING_API_KEY`, else none",
+     .doc = "require this key (Authorization: Bearer, or x-api-key) on /v1/* and /metrics"},
+    {.kind = Kind::Env, .name = "INKLING_API_KEY", .value_name = "KEY",
+     .doc = "the API key, as --api-key (keeps it out of the process list)", .flag_of = "api-key"},
+    {.name = "allow-insecure-bind", .type = Type::Bool, .default_value = "false",
+     .doc = "allow a non-loopback --host without an API key (refused otherwise)"},
+    {.name = "allowed-host", .type = Type::Strings, .value_name = "HOST", .default_doc = "loopback names and --host",
+     .doc = "extra Host header names accepted (repeatable; * turns the DNS-rebinding guard off)"},
+    {.name = "cors-origin", .type = Type::Strings, .value_name = "ORIGIN",
+     .default_doc = "`http://127.0.0.1:PORT`, `http://localhost:PORT`",
+     .doc = "allowed CORS origins besides the defaults (repeatable; * allows all)"},
+    // admission and limits
+    {.name = "slots", .type = Type::Int, .value_name = "N", .default_value = "4",
+     .doc = "engine KV slots (conversations served at once), 1..256"},
+    {.name = "ctx", .type = Type::Int, .value_name = "N", .default_value = "4096", .doc = "context per slot in tokens"},
+    {.name = "threads", .type = Type::Int, .value_name = "N", .default_value = "0",
+     .doc = "engine compute threads (0 = all cores)"},
+    {.name = "max-queue", .type = Type::Int, .value_name = "N", .default_value = "16",
+     .doc = "requests that may wait for a slot; past it 429 with Retry-After"},
+    {.name = "queue-timeout", .type = Type::Int, .value_name = "S", .default_value = "300",
+     .doc = "seconds a request may wait for a slot (then 429 queue_timeout)"},
+    {.name = "max-tokens", .type = Type::UInt64, .value_name = "N", .default_value = "4096",
+     .doc = "cap (and default) for max_tokens / max_completion_tokens"},
+    {.name = "max-body", .type = Type::Size, .value_name = "BYTES", .default_value = "33554432",
+     .doc = "request body limit in bytes (413 past it; audio arrives base64 inside JSON)"},
+    {.name = "dmel-boost", .value_name = "MODE", .default_value = "on",
+     .doc = "quiet-clip RMS boost for audio: on (as in training) or off (as transformers)"},
+    // the engine child
+    {.name = "engine", .value_name = "PATH", .default_sibling = "inkling", .doc = "engine binary"},
+    {.name = "engine-arg", .type = Type::Strings, .value_name = "ARG",
+     .doc = "extra argument for the engine (repeatable), e.g. --engine-arg=--isa=avx2"},
+    cli::kHelp,
+};
+
+constexpr cli::Program kProgram{
+    .name = "inkling-gateway",
+    .summary = "OpenAI-compatible HTTP gateway for the Inkling engine.",
+    .usage = "inkling-gateway --model DIR [--host 127.0.0.1] [--port 8000] [--api-key K] [--slots N] [options]",
+    .doc_page = "gateway.md",
+    .options = kOptions,
+};
+
+}  // namespace
+
+const cli::Program& program() { return kProgram; }
+
+}  // namespace inkling::gateway

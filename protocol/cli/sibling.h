@@ -1,0 +1,13 @@
+// The path of another binary in the folder of the running one (build/inkling beside
+// build/inkling-gateway), read from /proc/self/exe; just `name` when that cannot be read,
+// so that PATH finds it.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace inkling::cli {
+
+std::string sibling_path(std::string_view name);
+
+}  // namespace inkling::cli
