@@ -17,12 +17,12 @@ model = os.path.join(build, "fixtures", "mixed-hf-f32")
 checks = Checks("vulkan serve")
 
 
-def start(vulkan, fault=None):
+def start(vulkan, fault=None, experts="auto"):
     env = dict(os.environ)
     if fault is not None:
         env["INKLING_VK_FAULT"] = str(fault)
     return Engine([os.path.join(build, "inkling"), "serve", "--model", model, "--slots", "2", "--ctx", "256",
-                   "--threads", "2", "--vulkan", vulkan], env=env)
+                   "--threads", "2", "--vulkan", vulkan, "--vk-experts", experts], env=env)
 
 
 def request(eng, rid, slot, prompt, n):
@@ -63,18 +63,37 @@ checks.report("STATS carries the device's figures: " + json.dumps(last.get("devi
               last.get("device", {}).get("mode") == "vulkan" and last["device"].get("frames", 0) > 0)
 dev.close()
 
-# Frames in the prompt's step: 5 layers (3 MoE: A1 + A2) + the last frame = 9; a loss at
-# frame 4 is mid-prefill, at 40 mid-decode.
-for fault in (4, 40):
-    dev = start("on", fault)
+# Routed experts on the host: frames in the prompt's step: 5 layers (3 MoE: A1 + A2) + the
+# last frame = 9; a loss at frame 4 is mid-prefill, at 40 mid-decode. Resident experts
+# (the default): one frame a step; a loss at frame 1 is the prefill, at 6 mid-decode.
+for experts, fault in (("off", 4), ("off", 40), ("auto", 1), ("auto", 6)):
+    dev = start("on", fault, experts)
     got, events, _ = request(dev, "a", 0, prompt, 12)
-    checks.report(f"device lost at frame {fault}: same tokens", got == want1)
-    checks.report(f"device lost at frame {fault}: one EVENT device_lost ({json.dumps(events)[:120]})",
+    what = f"device lost at frame {fault} (--vk-experts {experts})"
+    checks.report(f"{what}: same tokens", got == want1)
+    checks.report(f"{what}: one EVENT device_lost ({json.dumps(events)[:120]})",
                   len(events) == 1 and events[0].get("kind") == "device_lost"
                   and "device lost" in events[0].get("detail", ""))
     got2, events2, stats2 = request(dev, "b", 1, "2 7 1 8 2 8", 8)
-    checks.report(f"device lost at frame {fault}: the next request runs on the CPU", got2 == want2 and not events2)
-    checks.report(f"device lost at frame {fault}: STATS says cpu", stats2[-1].get("device", {}).get("mode") == "cpu")
+    checks.report(f"{what}: the next request runs on the CPU", got2 == want2 and not events2)
+    checks.report(f"{what}: STATS says cpu", stats2[-1].get("device", {}).get("mode") == "cpu")
     dev.close()
+
+# The resident mode's figures: every MoE layer's experts on the device, one wait a step.
+dev = start("on")
+got, _, stats = request(dev, "a", 0, prompt, 12)
+d = stats[-1].get("device", {}) if stats else {}
+checks.report(f"resident experts: the CPU's tokens, {d.get('expert_layers')} MoE layers resident, "
+              f"{d.get('waits_per_step')} waits a step",
+              got == want1 and d.get("expert_layers", 0) > 0 and d.get("waits_per_step") == 1.0
+              and d.get("host_pairs") == 0 and d.get("device_pairs", 0) > 0)
+dev.close()
+dev = start("on", experts="off")
+got, _, stats = request(dev, "a", 0, prompt, 12)
+d = stats[-1].get("device", {}) if stats else {}
+checks.report(f"--vk-experts off: the CPU's tokens, routed pairs on the host ({d.get('host_pairs')})",
+              got == want1 and d.get("expert_layers") == 0 and d.get("device_pairs") == 0
+              and d.get("host_pairs", 0) > 0)
+dev.close()
 
 sys.exit(checks.finish())
