@@ -7,11 +7,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/bench/memory_bandwidth.h"
+#include "engine/cpu/bf16_matmul.h"
 #include "engine/cpu/kernels.h"
 #include "engine/quant/quantize.h"
 
@@ -20,19 +23,22 @@ namespace {
 
 using model::DType;
 
+// The shape of shared/specs/cpu-baselines.md: 4096 × 14336 weights (here 14336 output rows
+// of 4096 columns, an up projection of a 4096-wide model).
+constexpr std::int64_t kRows = 14336, kCols = 4096;
+
 // Page-aligned memory on huge pages where the kernel offers them, first touched by the
-// threads that will read it (as measure_read_bandwidth does, so the ratio compares like
-// with like).
+// pool's threads (the ones that read it).
 struct Buffer {
     std::unique_ptr<std::byte[], decltype(&std::free)> bytes{nullptr, &std::free};
     std::size_t size = 0;
-    Buffer(std::size_t n, cpu::ThreadPool& pool) : size(n) {
+    Buffer(std::size_t n, cpu::ThreadPool& pool, std::uint64_t seed) : size(n) {
         const std::size_t rounded = (n + (2u << 20) - 1) / (2u << 20) * (2u << 20);
         bytes.reset(static_cast<std::byte*>(std::aligned_alloc(2u << 20, rounded)));
         madvise(bytes.get(), rounded, MADV_HUGEPAGE);
-        pool.parallel_for(static_cast<std::int64_t>(n / 64), [&](std::int64_t b, std::int64_t e) {
-            std::uint64_t state = 0x9e3779b97f4a7c15ull ^ static_cast<std::uint64_t>(b);
-            for (std::int64_t i = b * 64; i < e * 64; ++i) {
+        pool.parallel_for(static_cast<std::int64_t>((n + 63) / 64), [&](std::int64_t b, std::int64_t e) {
+            std::uint64_t state = 0x9e3779b97f4a7c15ull ^ seed ^ static_cast<std::uint64_t>(b);
+            for (std::int64_t i = b * 64; i < std::min<std::int64_t>(e * 64, static_cast<std::int64_t>(n)); ++i) {
                 state ^= state << 13, state ^= state >> 7, state ^= state << 17;
                 bytes[static_cast<std::size_t>(i)] = static_cast<std::byte>(state);
             }
@@ -40,39 +46,35 @@ struct Buffer {
     }
 };
 
-struct Format {
-    const char* name;
-    DType dtype;
-    std::int64_t group;  // Q4 only
-};
-
-// A [rows][cols] matrix of `f` filling about `bytes`, its values random but valid: int8 in
-// [-127, 127], scales positive and small, bf16 finite.
+// A [kRows][kCols] matrix of `dtype` (Q4: groups of 32), its values random but valid: int8
+// in [-127, 127], scales positive and small, bf16 finite with |v| < 2.
 struct BenchMatrix {
     model::Matrix m;
     std::unique_ptr<Buffer> data, scales;
 };
 
-BenchMatrix make_matrix(const Format& f, std::int64_t cols, std::size_t bytes, cpu::ThreadPool& pool) {
+BenchMatrix make_matrix(DType dtype, cpu::ThreadPool& pool, std::uint64_t seed) {
     BenchMatrix b;
     model::Matrix& m = b.m;
-    m.dtype = f.dtype;
-    m.cols = cols;
-    m.row_stride = model::is_quantized(f.dtype) ? quant::padded_cols(cols) : cols;
+    m.dtype = dtype;
+    m.rows = kRows;
+    m.cols = kCols;
+    m.row_stride = model::is_quantized(dtype) ? quant::padded_cols(kCols) : kCols;
     std::int64_t groups = 0;
-    if (f.dtype == DType::I8) m.group = m.row_stride, groups = 1;
-    if (f.dtype == DType::Q4) m.group = f.group, groups = m.row_stride / f.group;
-    const std::size_t row_bytes = model::dtype_bytes(f.dtype, m.row_stride) + static_cast<std::size_t>(groups) * 4;
-    m.rows = static_cast<std::int64_t>((bytes + row_bytes - 1) / row_bytes);
-    b.data = std::make_unique<Buffer>(model::dtype_bytes(f.dtype, m.rows * m.row_stride), pool);
+    if (dtype == DType::I8) m.group = m.row_stride, groups = 1;
+    if (dtype == DType::Q4) m.group = 32, groups = m.row_stride / 32;
+    b.data = std::make_unique<Buffer>(model::dtype_bytes(dtype, m.rows * m.row_stride), pool, seed);
     m.data = b.data->bytes.get();
     std::byte* p = b.data->bytes.get();
-    for (std::size_t i = 0; i < b.data->size; ++i) {
-        if (f.dtype == DType::I8 && p[i] == std::byte{0x80}) p[i] = std::byte{0};
-        if (f.dtype == DType::BF16 && i % 2 == 1) p[i] = (p[i] & std::byte{0x83}) | std::byte{0x3c};  // |v| < 2
-    }
+    const auto size = static_cast<std::int64_t>(b.data->size);
+    pool.parallel_for(size / 2, [&](std::int64_t lo, std::int64_t hi) {
+        for (std::int64_t i = 2 * lo; i < 2 * hi; ++i) {
+            if (dtype == DType::I8 && p[i] == std::byte{0x80}) p[i] = std::byte{0};
+            if (dtype == DType::BF16 && i % 2 == 1) p[i] = (p[i] & std::byte{0x83}) | std::byte{0x3c};
+        }
+    });
     if (groups) {
-        b.scales = std::make_unique<Buffer>(static_cast<std::size_t>(m.rows * groups) * 4, pool);
+        b.scales = std::make_unique<Buffer>(static_cast<std::size_t>(m.rows * groups) * 4, pool, seed + 1);
         auto* s = reinterpret_cast<float*>(b.scales->bytes.get());
         for (std::int64_t i = 0; i < m.rows * groups; ++i) s[i] = 1e-3f * static_cast<float>(1 + i % 97);
         m.scales = s;
@@ -92,45 +94,126 @@ double median(std::vector<double> v) {
     return v[v.size() / 2];
 }
 
+std::string cpu_model() {
+    std::ifstream in("/proc/cpuinfo");
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+    return "unknown CPU";
+}
+
+// ggml's figures from shared/specs/cpu-baselines.md ("measured again 2026-12-01, side by
+// side", 2-vCPU AMD Zen 4, 2 threads, llama.cpp defaults), for orientation only: another
+// day and possibly another CPU. n = 1 as a ratio to the tuned read loop of the same minutes
+// (32–33 GB/s), the rest in GFLOP/s; "" where that table has no figure.
+struct Ggml {
+    const char* n1_ratio;
+    const char* n64;
+    const char* n512;
+};
+
+Ggml ggml_for(DType dtype) {
+    switch (dtype) {
+    case DType::BF16: return {"0.60-0.72", "128", "132-142"};
+    case DType::I8: return {"0.48-0.53", "151", ""};
+    case DType::Q4: return {"0.43-0.45", "209", "139"};
+    default: break;
+    }
+    return {"", "", ""};
+}
+
+struct Variant {
+    const char* name;
+    DType dtype;
+    cpu::Numerics numerics;
+    bool dot;  // vdpbf16ps (bf16 numerics only)
+};
+
 }  // namespace
 
 nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes) {
-    const std::int64_t cols = 4096, batch = 64;
     const double bandwidth = measure_read_bandwidth(std::size_t{2} << 30, 5, pool);
+    const cpu::Numerics saved_numerics = cpu::active_numerics();
+    const bool saved_dot = cpu::bf16_dot_product_active();
     nlohmann::json out;
+    out["cpu"] = cpu_model();
     out["threads"] = pool.size();
     out["isa"] = cpu::isa_name(cpu::active_isa());
     out["memory_bandwidth_gb_s"] = bandwidth;
-    out["cols"] = cols;
-    std::fprintf(stderr, "[bench] kernels (%s, %u threads), memory bandwidth %.2f GB/s\n",
-                 cpu::isa_name(cpu::active_isa()), pool.size(), bandwidth);
-    std::vector<float> x(static_cast<std::size_t>(batch * cols));
+    out["rows"] = kRows;
+    out["cols"] = kCols;
+    out["ggml_source"] = "shared/specs/cpu-baselines.md, 2026-12-01 (AMD Zen 4, 2 threads, llama.cpp defaults)";
+    std::fprintf(stderr,
+                 "[bench] kernels on %s (%s, %u threads); read bandwidth %.2f GB/s (pinned AVX-512 read loop, 2 GiB)\n"
+                 "[bench] weights [%lld x %lld]; n=1 over >= %.0f MB of distinct weights (GB/s, and x the read "
+                 "bandwidth), n=64 and n=512 on one matrix (GFLOP/s)\n"
+                 "[bench] %-18s %16s %8s %9s  | ggml %s: n=1 x read loop, n=64, n=512\n",
+                 out["cpu"].get<std::string>().c_str(), cpu::isa_name(cpu::active_isa()), pool.size(), bandwidth,
+                 static_cast<long long>(kRows), static_cast<long long>(kCols), static_cast<double>(weight_bytes) / 1e6,
+                 "weights", "n=1", "n=64", "n=512", "2026-12-01 (cpu-baselines.md)");
+    std::vector<Variant> variants = {{"bf16 exact", DType::BF16, cpu::Numerics::Exact, false},
+                                     {"bf16 bf16-act fma", DType::BF16, cpu::Numerics::Bf16, false}};
+    if (cpu::has_avx512_bf16() && cpu::active_isa() == cpu::Isa::Avx512)
+        variants.push_back({"bf16 bf16-act dot", DType::BF16, cpu::Numerics::Bf16, true});
+    variants.push_back({"int8", DType::I8, cpu::Numerics::Exact, false});
+    variants.push_back({"int4 g32", DType::Q4, cpu::Numerics::Exact, false});
+    const std::int64_t max_n = 512;
+    std::vector<float> x(static_cast<std::size_t>(max_n * kCols));
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i * 7919 % 2001) - 1000) / 500.0f;
-    for (const Format& f : {Format{"int8", DType::I8, 0}, Format{"int4", DType::Q4, 32}, Format{"bf16", DType::BF16, 0}}) {
-        const BenchMatrix b = make_matrix(f, cols, weight_bytes, pool);
-        const model::Matrix& w = b.m;
-        std::vector<float> y(static_cast<std::size_t>(batch * w.rows));
-        // n = 1: every weight byte once, from memory (the matrix is far larger than the caches).
-        cpu::matmul(x.data(), 1, w, y.data(), pool);
+    std::vector<float> y(static_cast<std::size_t>(max_n * kRows));
+    std::vector<BenchMatrix> mats;
+    DType built = DType::F32;
+    for (const Variant& v : variants) {
+        if (mats.empty() || built != v.dtype) {
+            mats.clear();
+            mats.push_back(make_matrix(v.dtype, pool, 0));
+            const std::size_t one = mats[0].m.bytes();
+            const std::size_t copies = std::max<std::size_t>(1, (weight_bytes + one - 1) / one);
+            for (std::size_t c = 1; c < copies; ++c) mats.push_back(make_matrix(v.dtype, pool, c));
+            built = v.dtype;
+        }
+        cpu::set_numerics(v.numerics);
+        cpu::set_bf16_dot_product(v.dot);
+        const model::Matrix& w = mats[0].m;
+        // n = 1: every weight byte once per pass, from memory (the matrices together exceed
+        // the caches: a decode step).
+        auto pass = [&] {
+            for (const BenchMatrix& b : mats) cpu::matmul(x.data(), 1, b.m, y.data(), pool);
+        };
+        pass();
         std::vector<double> t1;
-        for (int r = 0; r < 5; ++r) t1.push_back(seconds([&] { cpu::matmul(x.data(), 1, w, y.data(), pool); }));
-        const double gb_s = static_cast<double>(w.bytes()) / median(t1) / 1e9;
-        // n = 64 on a quarter of the rows (the figure is compute, not bandwidth).
-        const model::Matrix part = w.slice_rows(0, w.rows / 4);
-        std::vector<double> t64;
-        for (int r = 0; r < 3; ++r) t64.push_back(seconds([&] { cpu::matmul(x.data(), batch, part, y.data(), pool); }));
-        const double gflop_s = 2.0 * static_cast<double>(part.rows * cols * batch) / median(t64) / 1e9;
-        out["formats"].push_back({{"format", f.name},
-                                  {"rows", w.rows},
+        for (int r = 0; r < 5; ++r) t1.push_back(seconds(pass));
+        const double bytes = static_cast<double>(w.bytes()) * static_cast<double>(mats.size());
+        const double gb_s = bytes / median(t1) / 1e9;
+        auto gflops = [&](std::int64_t n, int repeats) {
+            cpu::matmul(x.data(), n, w, y.data(), pool);
+            std::vector<double> t;
+            for (int r = 0; r < repeats; ++r) t.push_back(seconds([&] { cpu::matmul(x.data(), n, w, y.data(), pool); }));
+            return 2.0 * static_cast<double>(kRows * kCols * n) / median(t) / 1e9;
+        };
+        const double g64 = gflops(64, 5), g512 = gflops(512, 3);
+        const Ggml g = ggml_for(v.dtype);
+        out["formats"].push_back({{"format", v.name},
+                                  {"numerics", cpu::numerics_name(v.numerics)},
+                                  {"bf16_dot_product", v.dot},
                                   {"matrix_bytes", w.bytes()},
+                                  {"n1_matrices", mats.size()},
                                   {"n1_gb_s", gb_s},
                                   {"n1_fraction_of_bandwidth", gb_s / bandwidth},
-                                  {"n64_gflop_s", gflop_s}});
-        std::fprintf(stderr, "[bench] %s: %.0f MB [%lld x %lld]; n=1 %.2f GB/s = %.0f%% of the measured bandwidth; "
-                             "n=64 %.1f GFLOP/s\n",
-                     f.name, static_cast<double>(w.bytes()) / 1e6, static_cast<long long>(w.rows),
-                     static_cast<long long>(cols), gb_s, 100.0 * gb_s / bandwidth, gflop_s);
+                                  {"n64_gflop_s", g64},
+                                  {"n512_gflop_s", g512},
+                                  {"ggml_n1_fraction_of_read_loop", g.n1_ratio},
+                                  {"ggml_n64_gflop_s", g.n64},
+                                  {"ggml_n512_gflop_s", g.n512}});
+        std::fprintf(stderr, "[bench] %-18s %6.2f GB/s (%.2f) %8.1f %9.1f  | %s, %s, %s\n", v.name, gb_s,
+                     gb_s / bandwidth, g64, g512, *g.n1_ratio ? g.n1_ratio : "-", *g.n64 ? g.n64 : "-",
+                     *g.n512 ? g.n512 : "-");
     }
+    cpu::set_numerics(saved_numerics);
+    cpu::set_bf16_dot_product(saved_dot);
+    // The yardstick again, after the kernels: how much the machine moved during the run.
+    const double after = measure_read_bandwidth(std::size_t{2} << 30, 5, pool);
+    out["memory_bandwidth_after_gb_s"] = after;
+    std::fprintf(stderr, "[bench] read bandwidth after the kernels: %.2f GB/s\n", after);
     return out;
 }
 

@@ -1,7 +1,10 @@
-// `inkling bench --kernels`: the matmul kernels on synthetic weights far larger than the
-// caches — int8, int4 (groups of 32) and bf16 — at one activation row (decode: GB/s of
-// weights streamed, and its ratio to the read bandwidth measured in the same run) and at
-// 64 rows (prefill: GFLOP/s).
+// `inkling bench --kernels`: the matmul kernels on synthetic [14336 × 4096] weights, the
+// shape of shared/specs/cpu-baselines.md — bf16 (exact activations, bf16 activations through
+// FMA, and through vdpbf16ps where the CPU has it), int8, int4 (groups of 32) — at one
+// activation row (decode: GB/s of weights streamed over enough distinct matrices to miss
+// the caches, and its ratio to the read bandwidth measured in the same run, before and
+// after) and at 64 and 512 rows (prefill: GFLOP/s), with ggml's figures from
+// cpu-baselines.md printed beside them for orientation.
 #pragma once
 
 #include <cstddef>
@@ -12,8 +15,9 @@
 
 namespace inkling::bench {
 
-// `weight_bytes`: the size of each format's matrix (at least 256 MB keeps it out of
-// cache). Prints one line a format to stderr and returns the figures.
+// `weight_bytes`: at least this many bytes of distinct matrices per format for n = 1 (1 GB
+// keeps them out of any L3; each matrix is 117 MB in bf16). Prints one line a format to
+// stderr and returns the figures.
 nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes);
 
 }  // namespace inkling::bench
