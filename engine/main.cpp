@@ -6,6 +6,7 @@
 //
 // Every flag is declared once in engine/options.cpp (docs/configuration.md is made from
 // it). Errors go to stderr with a non-zero exit; nothing is printed half-way as if it worked.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -115,6 +116,7 @@ void attach_device(inkling::forward::Forward& fw, const inkling::model::Model& m
     if (args.count("vk-layers")) f.layers = args["vk-layers"].as<int>();
     if (args.count("vk-budget-mb")) f.budget_mb = args["vk-budget-mb"].as<std::uint64_t>();
     f.experts = args["vk-experts"].as<std::string>();
+    if (args.count("vk-profile")) f.profile = args["vk-profile"].as<bool>();
     fw.set_chain(inkling::vulkan::open_chain(model, f), f.mode == "prompts");
 }
 
@@ -367,6 +369,20 @@ int cmd_bench(const cxxopts::ParseResult& args) {
         std::fprintf(stderr, "[bench] %s: %.1f device frames a step over %llu steps\n", fw.chain()->device().name.c_str(),
                      j["device"]["frames_per_step"].get<double>(),
                      static_cast<unsigned long long>(j["device"]["steps"].get<std::uint64_t>()));
+        if (const auto* prof = fw.chain()->profile()) {
+            // Device time per kernel over the prefill and the decode steps, most first.
+            std::vector<std::pair<std::string, std::pair<double, std::uint64_t>>> rows(prof->ns_and_count.begin(),
+                                                                                         prof->ns_and_count.end());
+            std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+            double total = 0;
+            for (const auto& r : rows) total += r.second.first;
+            for (const auto& [name, v] : rows) {
+                j["device"]["profile"][name] = {{"ms", v.first / 1e6}, {"count", v.second}};
+                std::fprintf(stderr, "[bench] device time: %-10s %8.2f ms (%4.1f%%) over %llu commands, %.2f us each\n",
+                             name.c_str(), v.first / 1e6, 100.0 * v.first / std::max(total, 1.0),
+                             static_cast<unsigned long long>(v.second), v.first / 1e3 / static_cast<double>(v.second));
+            }
+        }
     }
     const double bytes_per_token = static_cast<double>(fw.weight_bytes_read() - before) / std::max(decoded, 1);
     const double decode_tps = decoded / decode_s;

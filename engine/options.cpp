@@ -108,6 +108,9 @@ constexpr cli::Option kOptions[] = {
      .doc = "MoE layers whose routed experts live on the device and route there (resident mode): auto (every one "
             "that fits), off, or a count from the first",
      .commands = kForward},
+    {.name = "vk-profile", .type = Type::Bool, .default_value = "false",
+     .doc = "bench: time every command on the device (timestamps) and print the device time per kernel",
+     .commands = "bench"},
     // fault hooks (docs/configuration.md, "Fault hooks")
     {.name = "fault-kill-once-file", .value_name = "FILE",
      .doc = "unless FILE exists, create it and die (SIGKILL) at the first SUBMIT, before ACCEPT",

@@ -3,9 +3,11 @@
 // best in turn (ties to the lowest id), combine weights sigmoid(logit)·scale / z with z the
 // sum of the chosen and the shared experts' sigmoids (in the CPU's order: chosen in
 // selection order, then shared). The row's K pairs are written in increasing expert id —
-// the order the CPU sums routed contributions in. One invocation a row.
+// the order the CPU sums routed contributions in. One workgroup a row: its invocations
+// compute every expert's sigmoid and choice at once, then one picks the K best from
+// shared memory.
 #version 450
-layout(local_size_x = 64) in;
+layout(local_size_x = 256) in;
 layout(std430, set = 0, binding = 0) readonly buffer Logits { float lg[]; };   // [R][E+NS]
 layout(std430, set = 0, binding = 1) readonly buffer Bias { float bias[]; };   // [E]
 layout(std430, set = 0, binding = 2) writeonly buffer RouteE { uint re[]; };   // [R][K]
@@ -13,26 +15,36 @@ layout(std430, set = 0, binding = 3) writeonly buffer RouteW { float rw[]; };  /
 layout(std430, set = 0, binding = 4) writeonly buffer SharedW { float sw[]; }; // [R][NS]
 layout(push_constant) uniform Push { uint R, E, NS, K; float scale; } p;
 
+const uint kMaxE = 1024;  // the chain declines more experts
+shared float sig[kMaxE], choice[kMaxE];
+shared uint taken[kMaxE / 32];
+
 float sigm(float v) { return 1.0 / (1.0 + exp(-v)); }
 
 void main() {
-    const uint row = gl_GlobalInvocationID.x;
+    const uint row = gl_WorkGroupID.x;
     if (row >= p.R) return;
+    const uint lane = gl_LocalInvocationID.x;
     const uint lb = row * (p.E + p.NS);
+    for (uint e = lane; e < p.E; e += gl_WorkGroupSize.x) {
+        sig[e] = sigm(lg[lb + e]);
+        choice[e] = sig[e] + bias[e];
+    }
+    for (uint w = lane; w < (p.E + 31u) / 32u; w += gl_WorkGroupSize.x) taken[w] = 0u;
+    barrier();
+    if (lane != 0u) return;
     uint chosen[16];  // K ≤ 16 (the chain declines more)
     float z = 0.0;
     for (uint k = 0; k < p.K; ++k) {
         uint best = 0xffffffffu;
         float bv = 0.0;
         for (uint e = 0; e < p.E; ++e) {
-            bool taken = false;
-            for (uint j = 0; j < k; ++j) taken = taken || chosen[j] == e;
-            if (taken) continue;
-            const float c = sigm(lg[lb + e]) + bias[e];
-            if (best == 0xffffffffu || c > bv) { best = e; bv = c; }
+            if ((taken[e >> 5] & (1u << (e & 31u))) != 0u) continue;
+            if (best == 0xffffffffu || choice[e] > bv) { best = e; bv = choice[e]; }
         }
+        taken[best >> 5] |= 1u << (best & 31u);
         chosen[k] = best;
-        z += sigm(lg[lb + best]);
+        z += sig[best];
     }
     for (uint j = 0; j < p.NS; ++j) z += sigm(lg[lb + p.E + j]);
     const float scale = p.scale / z;
@@ -45,7 +57,7 @@ void main() {
     }
     for (uint k = 0; k < p.K; ++k) {
         re[row * p.K + k] = chosen[k];
-        rw[row * p.K + k] = sigm(lg[lb + chosen[k]]) * scale;
+        rw[row * p.K + k] = sig[chosen[k]] * scale;
     }
     for (uint j = 0; j < p.NS; ++j) sw[row * p.NS + j] = sigm(lg[lb + p.E + j]) * scale;
 }

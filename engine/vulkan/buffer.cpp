@@ -1,13 +1,17 @@
 #include "engine/vulkan/buffer.h"
 
+#include <atomic>
 #include <cstring>
 #include <utility>
 
 #include "engine/vulkan/frame.h"
 
 namespace inkling::vulkan {
+namespace {
+std::atomic<std::uint64_t> g_serials{0};
+}  // namespace
 
-Buffer::Buffer(Context& ctx, std::size_t bytes, Kind kind) : ctx_(&ctx), size_(bytes) {
+Buffer::Buffer(Context& ctx, std::size_t bytes, Kind kind) : ctx_(&ctx), serial_(++g_serials), size_(bytes) {
     auto bi = make<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
     bi.size = bytes ? bytes : 4;
     bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
@@ -39,6 +43,7 @@ Buffer::Buffer(Context& ctx, std::size_t bytes, Kind kind) : ctx_(&ctx), size_(b
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
     std::swap(ctx_, o.ctx_);
     std::swap(buffer_, o.buffer_);
+    std::swap(serial_, o.serial_);
     std::swap(memory_, o.memory_);
     std::swap(size_, o.size_);
     std::swap(allocated_, o.allocated_);

@@ -23,6 +23,9 @@ public:
     Buffer& operator=(const Buffer&) = delete;
 
     VkBuffer handle() const { return buffer_; }
+    // Unique over the process's buffers (a handle value can come back for a new buffer):
+    // what the frames' descriptor-set cache keys on.
+    std::uint64_t serial() const { return serial_; }
     std::size_t size() const { return size_; }
     bool mapped() const { return map_ != nullptr; }
     void* data() const { return map_; }  // host-visible buffers only
@@ -36,6 +39,7 @@ public:
 private:
     Context* ctx_ = nullptr;
     VkBuffer buffer_ = VK_NULL_HANDLE;
+    std::uint64_t serial_ = 0;
     VkDeviceMemory memory_ = VK_NULL_HANDLE;
     std::size_t size_ = 0, allocated_ = 0;
     void* map_ = nullptr;

@@ -198,6 +198,10 @@ Chain::Chain(const model::Model& model, const ChainOptions& o) : model_(model), 
     }
     f1_ = std::make_unique<Frame>(*ctx_);
     f2_ = std::make_unique<Frame>(*ctx_);
+    if (o.profile) {
+        f1_->set_profile(&profile_);
+        f2_->set_profile(&profile_);
+    }
 }
 
 
@@ -365,6 +369,8 @@ Chain::Mirror& Chain::mirror(forward::SessionState* s) {
 }
 
 void Chain::begin(std::span<const Span> spans, std::int64_t R, float* x) {
+    step_t0_ = Clock::now();
+    step_wait_s_ = 0;
     if (tier_) tier_->between_steps();  // no frame in flight: the slots may change
     ensure_scratch(R);
     spans_.assign(spans.begin(), spans.end());
@@ -405,7 +411,6 @@ void Chain::mlp_conv_add(Frame& f, int i) {
 }
 
 void Chain::attention(int i) {
-    host_t0_ = Clock::now();
     const LayerBuffers& B = *layer_[i];
     const std::int64_t D = c_.hidden, R = R_;
     const std::int64_t H = c_.layer_heads(i), KV = c_.layer_kv_heads(i), hd = c_.layer_head_dim(i);
@@ -457,9 +462,7 @@ void Chain::attention(int i) {
     if (host_share) {
         f.copy(q_, 0, q_down_, 0, static_cast<std::size_t>(R * H * hd) * 4);
         f.copy(r_, 0, r_down_, 0, static_cast<std::size_t>(R * H * c_.d_rel) * 4);
-        f.run();
-        ++stats_.frames;
-        ++stats_.waits;
+        run_frame(f);
         const forward::AttentionView view{c_,      i,       model_.weights.layers[i].rel_bank.data(),
                                           spans_,  static_cast<const float*>(q_down_.data()),
                                           nullptr, nullptr, static_cast<const float*>(r_down_.data())};
@@ -476,26 +479,21 @@ void Chain::attention(int i) {
         ops_->relattn(f, p, {&q_, &kf_, &vf_, m.k[i].get(), m.v[i].get(), &r_, B.bank.get(), &ctx_rows_,
                              {&tau_, tau_at, tau_stride_}, &host_part_});
     }
-    // The step's K/V rows into the mirror (rows a ring would overwrite within the block
-    // skipped, as on the host) and down to the host's copy.
+    // The step's K/V rows down to the host's copy (into the mirrors after the barrier,
+    // once the attention has read them).
     const std::size_t kv_at = static_cast<std::size_t>(kv_stride_ * i);
-    for (const Span& sp : spans_) {
-        Mirror& m = mirror(sp.state);
-        const std::int64_t mrows = m.rows[i];
-        for (std::int64_t s = std::max<std::int64_t>(0, sp.rows - mrows); s < sp.rows; ++s) {
-            const std::int64_t row = (sp.pos0 + s) % mrows, src = sp.first + s;
-            for (std::int64_t g = 0; g < KV; ++g) {
-                const std::size_t from = static_cast<std::size_t>((src * KV + g) * hd) * 4;
-                const std::size_t to = static_cast<std::size_t>((g * mrows + row) * hd) * 4;
-                f.copy(kf_, from, *m.k[i], to, static_cast<std::size_t>(hd) * 4);
-                f.copy(vf_, from, *m.v[i], to, static_cast<std::size_t>(hd) * 4);
-            }
-        }
-    }
     f.copy(kf_, 0, kv_down_, kv_at * 4, static_cast<std::size_t>(R * kvd) * 4);
     f.copy(vf_, 0, kv_down_, (kv_at + static_cast<std::size_t>(R * kvd)) * 4, static_cast<std::size_t>(R * kvd) * 4);
     gemv(f, *B.wo, ctx_rows_, 0, u32(R), a_, 0, u32(D));
     f.barrier();
+    // The step's K/V rows into each mirror's ring (rows a ring would overwrite within the
+    // block skipped, as on the host), now that the attention has read the older ones.
+    for (const Span& sp : spans_) {
+        Mirror& m = mirror(sp.state);
+        const KvStorePush kp{u32(sp.first), u32(sp.rows), u32(sp.pos0), u32(KV), u32(hd), u32(m.rows[i])};
+        ops_->kvstore(f, kp, kf_, *m.k[i]);
+        ops_->kvstore(f, kp, vf_, *m.v[i]);
+    }
     for (const Span& sp : spans_)
         sconv(f, a_, u32(sp.first * D), u32(sp.rows), u32(D), *B.attn_conv, *mirror(sp.state).conv[i][2]);
     f.barrier();
@@ -505,13 +503,17 @@ void Chain::attention(int i) {
     f.barrier();
 }
 
-void Chain::run_a1() {
-    stats_.host_s += since(host_t0_);
+void Chain::run_a1() { run_frame(*f1_); }
+
+void Chain::run_frame(Frame& f) {
+    stats_.dispatches += f.dispatches();
+    stats_.barriers += f.barriers();
+    f.submit();
     const auto t_dev = Clock::now();
-    f1_->run();
+    f.wait();
+    step_wait_s_ += since(t_dev);
     ++stats_.frames;
     ++stats_.waits;
-    stats_.device_wait_s += since(t_dev);
 }
 
 void Chain::router(int i, float* h_host, float* logits_host) {
@@ -609,6 +611,8 @@ void Chain::moe_tier(int i, const forward::Routing& routing, const float* h, for
     tier_->record_pairs(f, i, u32(P), u32(K), h_, {&route_e_, at, route_stride_}, pg_, pu_, py_);
     f.barrier();
     shared_experts(f, i);
+    stats_.dispatches += f.dispatches();
+    stats_.barriers += f.barriers();
     f.submit();
     ++stats_.frames;
     // Meanwhile the host's misses, each pair's output into its row of y_host.
@@ -639,6 +643,8 @@ void Chain::moe(int i, const forward::Routing& routing, const float* h, forward:
         Frame& f = *f2_;
         f.begin();
         shared_experts(f, i);
+        stats_.dispatches += f.dispatches();
+        stats_.barriers += f.barriers();
         f.submit();
         ++stats_.frames;
     }
@@ -678,9 +684,11 @@ void Chain::finish(const std::vector<std::int64_t>& out_rows, float* logits, flo
     } else {
         f.copy(x_, 0, out_, 0, static_cast<std::size_t>(R * D) * 4);
     }
-    f.run();
-    ++stats_.frames;
-    ++stats_.waits;
+    run_frame(f);
+    // The step's time: waiting for the device, and everything else on the host (recording,
+    // the host's experts, uploads).
+    stats_.device_wait_s += step_wait_s_;
+    stats_.host_s += since(step_t0_) - step_wait_s_;
     // What the resident layers routed, for the host's usage counts.
     routes_.clear();
     for (int i = 0; i < n_layers_; ++i) {

@@ -63,6 +63,7 @@ struct ChainOptions {
     int expert_layers = -1;
     int expert_slots = 0;  // slots a layer, forced (tests); 0: from the budget
     bool inline_uploads = false;  // tests: the tier uploads between steps on the calling thread
+    bool profile = false;         // time every command on the device (timestamps; benchmarks)
 };
 
 struct ChainStats {
@@ -70,7 +71,9 @@ struct ChainStats {
     std::uint64_t waits = 0;   // times the host waited for the device
     std::uint64_t steps = 0, uploads = 0, split_layers = 0;
     std::uint64_t device_pairs = 0, host_pairs = 0;  // routed (row, expert) pairs computed on each side
-    double device_wait_s = 0, host_s = 0;
+    std::uint64_t dispatches = 0, barriers = 0;       // recorded into the frames
+    double device_wait_s = 0;  // waiting for the device
+    double host_s = 0;         // the rest of the chain's steps: recording, host experts, uploads
 };
 
 // The routed experts a resident layer picked on the device in the last step: one expert
@@ -101,6 +104,8 @@ public:
     bool resident(int layer) const { return tier_ && tier_->resident(layer); }
     std::uint64_t expert_bytes() const { return tier_ ? tier_->bytes() : 0; }
     ExpertTier* tier() { return tier_.get(); }
+    // Device time per kernel over all steps, when profiling.
+    const Frame::Profile* profile() const { return options_.profile ? &profile_ : nullptr; }
     // What the resident layers routed in the last step (the host's usage counts).
     const std::vector<DeviceRoutes>& routes() const { return routes_; }
 
@@ -139,8 +144,9 @@ private:
                const Buffer& w, const Buffer& state);
     // The rest of frame A1 after the MLP's output a_: its conv per span, x += a, barrier.
     void mlp_conv_add(Frame& f, int i);
-    // Runs frame A1, counting the host's recording time and the device's.
+    // Runs frame A1 (run_frame: submits and waits, counting the wait).
     void run_a1();
+    void run_frame(Frame& f);
     // A tier layer's MoE block: the device's hits in frame A2, the host's misses
     // meanwhile; both join at the start of the next frame (join_moe).
     void moe_tier(int layer, const forward::Routing& routing, const float* h, forward::HostExperts& host);
@@ -180,10 +186,12 @@ private:
     std::size_t tau_stride_ = 0, route_stride_ = 0;  // bytes between layers' slices
     std::vector<float> routed_host_;  // the host's routed sum of the pending MoE layer
     std::unique_ptr<Frame> f1_, f2_;
+    Frame::Profile profile_;
     std::vector<Span> spans_;
     std::int64_t R_ = 0;
     int pending_moe_ = -1;  // a MoE layer whose output hasn't joined the residual
-    std::chrono::steady_clock::time_point host_t0_;  // when this layer's recording began
+    std::chrono::steady_clock::time_point step_t0_;  // when this step began
+    double step_wait_s_ = 0;                         // this step's waits on the device
     ChainStats stats_;
     cpu::ThreadPool* host_pool_ = nullptr;
 };

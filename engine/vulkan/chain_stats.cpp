@@ -17,6 +17,8 @@ nlohmann::json device_stats(const Chain* chain, std::uint64_t tokens) {
             {"frames", s.frames},
             {"frames_per_step", per(static_cast<double>(s.frames), s.steps)},
             {"waits", s.waits},
+            {"dispatches_per_step", per(static_cast<double>(s.dispatches), s.steps)},
+            {"barriers_per_step", per(static_cast<double>(s.barriers), s.steps)},
             {"waits_per_step", per(static_cast<double>(s.waits), s.steps)},
             {"expert_layers", chain->resident_layers()},
             {"expert_bytes", chain->expert_bytes()},

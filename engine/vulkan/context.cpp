@@ -44,6 +44,7 @@ DeviceInfo describe(VkPhysicalDevice pd, int index) {
     d.max_storage_range = p.limits.maxStorageBufferRange;
     d.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;
     d.shared_memory = p.limits.maxComputeSharedMemorySize;
+    d.timestamp_ns = p.limits.timestampComputeAndGraphics ? p.limits.timestampPeriod : 0.0;
     d.subgroup_arithmetic = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                             (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
     VkPhysicalDeviceMemoryProperties mem;

@@ -46,6 +46,7 @@ struct DeviceInfo {
     std::uint64_t max_storage_range = 0;      // bytes one storage-buffer binding may span
     std::uint32_t max_workgroup_invocations = 0;
     std::uint64_t shared_memory = 0;
+    double timestamp_ns = 0;                  // one timestamp tick (0: no compute timestamps)
     std::uint64_t device_local_heap = 0;      // largest device-local heap
     bool memory_budget = false;               // VK_EXT_memory_budget present
     bool subgroup_arithmetic = false;

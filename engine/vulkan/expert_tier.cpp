@@ -14,6 +14,7 @@ std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
 // Why the shaders can't read layer L's routed experts, or "".
 std::string experts_problem(const model::Config& c, const model::LayerWeights& L) {
     if (c.top_k > 16) return "top-k above 16";
+    if (c.experts > 1024) return "more than 1024 experts a layer";
     if (L.experts.size() != static_cast<std::size_t>(c.experts)) return "experts not mapped (a converted model)";
     const model::DType dt = L.experts[0].gate.dtype;
     for (const auto& f : L.experts)

@@ -1,6 +1,9 @@
 // One device frame: dispatches (and copies) recorded into a command buffer, submitted
 // once, waited for when the host needs the results. Each kernel's buffers are bound
-// through a descriptor set taken from the frame's pool, reset when the frame begins.
+// through a descriptor set; a set for the same kernel layout and the same buffer ranges is
+// made once and kept across begin()s (a decode step binds the same buffers every time, and
+// writing hundreds of sets a step costs the host more than the device's work), the cache
+// starting over when its pool fills.
 //
 // set_fault_at(n) fakes VK_ERROR_DEVICE_LOST at the n-th submit of the process, and every
 // submit after it: the tests' device loss. The engine sets it at start-up from its
@@ -10,6 +13,9 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "engine/vulkan/buffer.h"
 #include "engine/vulkan/kernel.h"
@@ -42,7 +48,16 @@ public:
     void run() { submit(), wait(); }
     bool recording() const { return recording_; }
     std::uint32_t dispatches() const { return dispatches_; }  // since begin()
+    std::uint32_t barriers() const { return barriers_; }      // since begin(), recorded
     static constexpr std::uint32_t max_dispatches = 4096;     // one frame's descriptor sets
+
+    // Profiling: with a table set, a timestamp follows every dispatch and copy, and wait()
+    // adds each command's device time (from the previous timestamp: its barrier's wait
+    // included) to the table under its kernel's name. For benchmarks (`bench --vk-profile`).
+    struct Profile {
+        std::unordered_map<std::string, std::pair<double, std::uint64_t>> ns_and_count;
+    };
+    void set_profile(Profile* p);
 
     // Submits the process made so far (the fault counter), and where the faked loss starts
     // (0, the start: never).
@@ -53,10 +68,16 @@ private:
     Context& ctx_;
     VkCommandPool pool_ = VK_NULL_HANDLE;
     VkCommandBuffer cmd_ = VK_NULL_HANDLE;
-    VkDescriptorPool descriptors_ = VK_NULL_HANDLE;
+    VkDescriptorPool descriptors_ = VK_NULL_HANDLE;  // sets kept across begin()s
+    std::unordered_map<std::string, VkDescriptorSet> sets_;  // layout + buffer ranges → set
+    Profile* profile_ = nullptr;
+    VkQueryPool queries_ = VK_NULL_HANDLE;
+    std::vector<std::string> stamped_;  // the command before each timestamp after the first
+    void stamp(const std::string& what);
     VkFence fence_ = VK_NULL_HANDLE;
     bool recording_ = false, pending_ = false;
-    std::uint32_t dispatches_ = 0;
+    std::uint32_t dispatches_ = 0, barriers_ = 0;
+    bool since_barrier_ = false, copies_since_ = false;  // recorded since the last barrier
 };
 
 }  // namespace inkling::vulkan

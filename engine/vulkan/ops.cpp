@@ -22,7 +22,8 @@ Ops::Ops(Context& ctx)
       route_(std::make_unique<Kernel>(ctx, "moe_route", 5, sizeof(RoutePush))),
       moe_f32_(std::make_unique<Kernel>(ctx, "moe_gemv", 5, sizeof(MoeGemvPush), std::vector<std::uint32_t>{0})),
       moe_bf16_(std::make_unique<Kernel>(ctx, "moe_gemv", 5, sizeof(MoeGemvPush), std::vector<std::uint32_t>{1})),
-      join_(std::make_unique<Kernel>(ctx, "moe_join", 5, sizeof(JoinPush))) {}
+      join_(std::make_unique<Kernel>(ctx, "moe_join", 5, sizeof(JoinPush))),
+      kvstore_(std::make_unique<Kernel>(ctx, "kvstore", 2, sizeof(KvStorePush))) {}
 
 Ops::~Ops() = default;
 
@@ -60,10 +61,15 @@ void Ops::relattn(Frame& f, const AttnPush& p, const AttnBuffers& b) const {
     f.dispatch(*attn_, bind, &p, p.rows * p.H);
 }
 
+void Ops::kvstore(Frame& f, const KvStorePush& p, const Buffer& fresh, const Buffer& ring) const {
+    const Binding b[] = {{&fresh}, {&ring}};
+    f.dispatch(*kvstore_, b, &p, groups_for(static_cast<std::int64_t>(std::min(p.rows, p.mrows)) * p.KV * p.hd, 256));
+}
+
 void Ops::moe_route(Frame& f, const RoutePush& p, const Binding& logits, const Buffer& bias, const Binding& route_e,
                     const Buffer& route_w, const Buffer& shared_w) const {
     const Binding b[] = {logits, {&bias}, route_e, {&route_w}, {&shared_w}};
-    f.dispatch(*route_, b, &p, groups_for(p.R, 64));
+    f.dispatch(*route_, b, &p, p.R);  // one workgroup a row
 }
 
 void Ops::moe_gemv(Frame& f, bool bf16, const MoeGemvPush& p, const Buffer& w, const Buffer& x, const Buffer& y,

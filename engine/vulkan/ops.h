@@ -60,6 +60,11 @@ struct AttnBuffers {
     const Buffer* host_part;
 };
 
+// kvstore.comp: a span's fresh K or V rows into a session's mirror ring.
+struct KvStorePush {
+    std::uint32_t first, rows, pos0, KV, hd, mrows;
+};
+
 // moe_route.comp: the router's top-k per row, pairs in increasing expert id.
 struct RoutePush {
     std::uint32_t R, E, NS, K;
@@ -92,6 +97,7 @@ public:
                  std::uint32_t n, std::uint32_t width, std::uint32_t shared_n) const;
     void sconv(Frame& f, const ConvPush& p, const Buffer& x, const Buffer& w, const Buffer& state) const;
     void relattn(Frame& f, const AttnPush& p, const AttnBuffers& b) const;
+    void kvstore(Frame& f, const KvStorePush& p, const Buffer& fresh, const Buffer& ring) const;
     void moe_route(Frame& f, const RoutePush& p, const Binding& logits, const Buffer& bias, const Binding& route_e,
                    const Buffer& route_w, const Buffer& shared_w) const;
     void moe_gemv(Frame& f, bool bf16, const MoeGemvPush& p, const Buffer& w, const Buffer& x, const Buffer& y,
@@ -101,7 +107,7 @@ public:
 
 private:
     std::unique_ptr<Kernel> gemv_f32_, gemv_bf16_, rmsnorm_, ew_, sconv_, attn_;
-    std::unique_ptr<Kernel> route_, moe_f32_, moe_bf16_, join_;
+    std::unique_ptr<Kernel> route_, moe_f32_, moe_bf16_, join_, kvstore_;
 };
 
 }  // namespace inkling::vulkan

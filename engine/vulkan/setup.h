@@ -20,6 +20,7 @@ struct VulkanFlags {
     int layers = -1;
     std::uint64_t budget_mb = 0;
     std::string experts = "auto";  // --vk-experts: auto, off or a count of MoE layers
+    bool profile = false;          // --vk-profile
 };
 
 // Opens the chain when the flags and the system say so, printing one line to stderr that
