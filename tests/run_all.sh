@@ -92,6 +92,8 @@ fi
 if "$root/tools/make-tiny/ensure_demo.sh" "$build" >"$log_dir/demo-model.log" 2>&1; then
     run_suite conformance-engine-text "$build/protocol-conformance" --scratch "$log_dir" -- \
         "$build/inkling" serve --model "$build/demo-model" --slots 2 --ctx 512 --threads 2
+    # Hostile frames against the real engine: each answered by an ERROR, the engine serves on.
+    run_suite engine-serve-e2e python3 "$root/tests/serve/serve_e2e.py" "$build"
 else
     echo "FAIL demo-model: see $log_dir/demo-model.log"
     failed=$((failed + 1))

@@ -717,4 +717,8 @@ bool Tokenizer::is_added(std::int32_t id) const {
 
 std::size_t Tokenizer::vocab_size() const { return impl_->kind.size(); }
 
+bool Tokenizer::has(std::int32_t id) const {
+    return id >= 0 && static_cast<std::size_t>(id) < impl_->kind.size() && impl_->kind[id] != 0;
+}
+
 }  // namespace inkling::model

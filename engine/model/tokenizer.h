@@ -65,6 +65,7 @@ public:
     std::optional<std::int32_t> find(std::string_view token_text) const;
     bool is_added(std::int32_t id) const;
     std::size_t vocab_size() const;  // 1 + highest id
+    bool has(std::int32_t id) const;  // token_bytes(id) would not throw
 
 private:
     struct Impl;

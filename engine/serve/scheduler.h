@@ -52,20 +52,29 @@ public:
               const ServeOptions& options, std::shared_ptr<experts::ExpertCache> cache = nullptr);
     ~Scheduler();
 
-    // Validates and admits: exactly one ACCEPT or one ERROR goes to `out`.
+    // Validates and admits: exactly one ACCEPT or one ERROR goes to `out` (an exception
+    // while admitting is an ERROR INTERNAL: no input makes submit throw).
     void submit(const protocol::Submit& request, FrameSink& out);
     void stop(const std::string& id, FrameSink& out);    // → DONE, or ERROR NOT_FOUND
     void cancel(const std::string& id, FrameSink& out);  // → ERROR CANCELLED, or NOT_FOUND
     bool busy() const { return !active_.empty(); }
     forward::Forward& forward() { return forward_; }
-    // One batched forward over the requests in flight; emits their frames.
+    // One batched forward over the requests in flight; emits their frames. A request whose
+    // frames cannot be made ends with ERROR INTERNAL; the others go on.
     void run_round(FrameSink& out);
+    // Ends request `id` with ERROR INTERNAL `why` (its slot state dropped), or just sends
+    // the ERROR when it is not in flight; fail_all ends every request in flight so.
+    void abort(const std::string& id, const std::string& why, FrameSink& out);
+    void fail_all(const std::string& why, FrameSink& out);
 
     nlohmann::json info() const;   // the STATS frame after READY
     nlohmann::json stats() const;  // STATS after each DONE and on request
 
 private:
     struct Active;
+    void admit(const protocol::Submit& request, FrameSink& out, bool& admitted);
+    void emit(Active& a, bool prefilled, const std::vector<float>& row, std::int64_t chunk_start, std::int64_t chunk,
+              FrameSink& out);
     void finish(Active& a, bool length_limited, FrameSink& out);
     void fail(Active& a, const std::string& why, FrameSink& out);
     void on_logits(Active& a, const float* logits, FrameSink& out);

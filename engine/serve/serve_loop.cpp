@@ -23,6 +23,25 @@ private:
     protocol::FrameWriter& w_;
 };
 
+std::string stats_text(const nlohmann::json& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void dispatch(Scheduler& scheduler, const protocol::Frame& frame, FrameSink& out) {
+    if (const auto* s = std::get_if<protocol::Submit>(&frame)) scheduler.submit(*s, out);
+    else if (const auto* s = std::get_if<protocol::Stop>(&frame)) scheduler.stop(s->id, out);
+    else if (const auto* c = std::get_if<protocol::Cancel>(&frame)) scheduler.cancel(c->id, out);
+    else if (std::holds_alternative<protocol::StatsRequest>(frame)) out.send(protocol::Stats{stats_text(scheduler.stats())});
+}
+
+// The request a client frame names ("0" for STATS).
+std::string frame_id(const protocol::Frame& frame) {
+    if (const auto* s = std::get_if<protocol::Submit>(&frame)) return s->id;
+    if (const auto* s = std::get_if<protocol::Stop>(&frame)) return s->id;
+    if (const auto* c = std::get_if<protocol::Cancel>(&frame)) return c->id;
+    return "0";
+}
+
 }  // namespace
 
 int serve_stdio(Scheduler& scheduler) {
@@ -33,8 +52,8 @@ int serve_stdio(Scheduler& scheduler) {
     protocol::FrameWriter writer(STDOUT_FILENO);
     StdoutSink out(writer);
     writer.write(protocol::Ready{});
-    out.send(protocol::Stats{scheduler.info().dump()});
-    std::fprintf(stderr, "[serve] ready: %s\n", scheduler.info().dump().c_str());
+    out.send(protocol::Stats{stats_text(scheduler.info())});
+    std::fprintf(stderr, "[serve] ready: %s\n", stats_text(scheduler.info()).c_str());
 
     protocol::FrameSource in(STDIN_FILENO, protocol::Direction::ToEngine);
     bool draining = false;
@@ -57,18 +76,29 @@ int serve_stdio(Scheduler& scheduler) {
                     continue;
                 }
                 const auto& frame = std::get<protocol::Frame>(*item);
-                if (const auto* s = std::get_if<protocol::Submit>(&frame)) scheduler.submit(*s, out);
-                else if (const auto* s = std::get_if<protocol::Stop>(&frame)) scheduler.stop(s->id, out);
-                else if (const auto* c = std::get_if<protocol::Cancel>(&frame)) scheduler.cancel(c->id, out);
-                else if (std::holds_alternative<protocol::StatsRequest>(frame))
-                    out.send(protocol::Stats{scheduler.stats().dump()});
+                try {
+                    dispatch(scheduler, frame, out);
+                } catch (const std::exception& e) {
+                    // The scheduler answers every input itself; this is the last guard, so
+                    // one frame never ends the process.
+                    const std::string id = frame_id(frame);
+                    std::fprintf(stderr, "[serve] id=%s internal error: %s\n", id.c_str(), e.what());
+                    scheduler.abort(id, e.what(), out);
+                }
             }
             if (pumped == protocol::FrameSource::Pump::Eof) {
                 std::fprintf(stderr, "[serve] stdin closed: finishing the requests in flight\n");
                 draining = true;
             }
         }
-        if (scheduler.busy()) scheduler.run_round(out);
+        if (scheduler.busy()) {
+            try {
+                scheduler.run_round(out);
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "[serve] internal error in a round: %s\n", e.what());
+                scheduler.fail_all(e.what(), out);
+            }
+        }
         else if (draining) break;
     }
     return writer.error().empty() ? 0 : 1;

@@ -8,6 +8,7 @@
 #include "engine/serve/scheduler.h"
 #include "protocol/frame_encode.h"
 #include "tests/engine/fixture_paths.h"
+#include "tests/support/tiny_tokenizer.h"
 
 using namespace inkling;
 namespace proto = inkling::protocol;
@@ -45,8 +46,8 @@ struct Engine {
     cpu::ThreadPool pool{2};
     serve::Scheduler sched;
     Recorder out;
-    Engine(const std::string& fixture, serve::ServeOptions o)
-        : model(model::load_model(test_paths::fixtures() / fixture)), sched(model, nullptr, pool, o) {}
+    Engine(const std::string& fixture, serve::ServeOptions o, const model::Tokenizer* tokenizer = nullptr)
+        : model(model::load_model(test_paths::fixtures() / fixture)), sched(model, tokenizer, pool, o) {}
     void drain() {
         for (int i = 0; i < 100000 && sched.busy(); ++i) sched.run_round(out);
         REQUIRE(!sched.busy());
@@ -289,4 +290,80 @@ TEST_CASE("the same seed gives the same sampled tokens") {
     }
     CHECK(e.out.tokens("x") == e.out.tokens("y"));
     CHECK(e.out.tokens("x").size() == 12u);
+}
+
+TEST_CASE("an ids=1 token id past the unpadded vocabulary is BAD_REQUEST, and the engine serves on") {
+    // base-hf-f32: 512 embedding rows, logits over 500. ECHO scores each prompt id under
+    // the logits, so an id in 500..511 must be refused at SUBMIT, not read out of bounds.
+    serve::ServeOptions o;
+    o.slots = 1;
+    Engine e("base-hf-f32", o);
+    auto s = submit("pad", 0, {1, 2}, 1);
+    s.prompt = "1 505";
+    s.options.logprobs = 1;
+    e.sched.submit(s, e.out);
+    auto errs = e.out.all<proto::Error>("pad");
+    REQUIRE(errs.size() == 1);
+    CHECK(errs[0].code == proto::ErrorCode::BadRequest);
+    CHECK(errs[0].detail == "ids=1: token id 505 is outside the vocabulary (0..499)");
+    CHECK(e.out.all<proto::Accept>("pad").empty());
+    CHECK(!e.sched.busy());
+    e.sched.submit(submit("next", 0, {1, 2, 499}, 2), e.out);
+    e.drain();
+    CHECK(e.out.all<proto::Done>("next").size() == 1);
+}
+
+TEST_CASE("a token id the tokenizer cannot decode: in an ids=1 prompt BAD_REQUEST, sampled ERROR INTERNAL for that request alone") {
+    // A tokenizer of the 256 byte tokens in front of a model whose logits cover 500 ids.
+    const auto tok = model::Tokenizer::parse(test_support::tiny_tokenizer({}).dump(), "tiny tokenizer");
+    serve::ServeOptions o;
+    o.slots = 2;
+    Engine e("base-hf-f32", o, &tok);
+    auto s = submit("gap", 0, {1, 300}, 1);
+    s.options.logprobs = 1;
+    e.sched.submit(s, e.out);
+    auto errs = e.out.all<proto::Error>("gap");
+    REQUIRE(errs.size() == 1);
+    CHECK(errs[0].code == proto::ErrorCode::BadRequest);
+    CHECK(errs[0].detail == "ids=1: token id 300 is not in the tokenizer");
+
+    // Find a prompt whose greedy continuation (without the tokenizer) reaches an id >= 256.
+    Engine plain("base-hf-f32", {});
+    std::vector<std::int32_t> prompt;
+    std::size_t first_gap = 0;
+    for (std::int32_t t = 1; t < 256 && prompt.empty(); ++t) {
+        const std::string id = "probe" + std::to_string(t);
+        auto probe = submit(id, 0, {t, 7, 11}, 8);
+        probe.options.reset = true;
+        plain.sched.submit(probe, plain.out);
+        plain.drain();
+        const auto tokens = plain.out.tokens(id);
+        for (std::size_t i = 0; i < tokens.size(); ++i)
+            if (tokens[i] >= 256) {
+                prompt = {t, 7, 11};
+                first_gap = i;
+                break;
+            }
+    }
+    REQUIRE(!prompt.empty());
+    // It streams the tokens before that one, then ends with ERROR INTERNAL; a request in
+    // the other slot in the same rounds is unaffected.
+    e.sched.submit(submit("bad", 0, prompt, 8), e.out);
+    e.sched.submit(submit("good", 1, {65, 66}, 1), e.out);
+    e.drain();
+    CHECK(e.out.all<proto::Data>("bad").size() == first_gap);
+    auto internal = e.out.all<proto::Error>("bad");
+    REQUIRE(internal.size() == 1);
+    CHECK(internal[0].code == proto::ErrorCode::Internal);
+    CHECK(internal[0].detail.find("is not in the tokenizer") != std::string::npos);
+    CHECK(e.out.all<proto::Done>("bad").empty());
+    // "good" either finished or hit the same gap; either way it ended explicitly.
+    CHECK(e.out.all<proto::Done>("good").size() + e.out.all<proto::Error>("good").size() == 1);
+    // The engine serves on: a prompt read-out decodes its ids.
+    auto after = submit("after2", 0, {65, 66}, 0);
+    after.options.logprobs = 1;
+    e.sched.submit(after, e.out);
+    e.drain();
+    CHECK(e.out.all<proto::Done>("after2").size() == 1);
+    CHECK(e.out.all<proto::Echo>("after2").size() == 2);
 }

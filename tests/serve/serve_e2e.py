@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""serve_e2e.py [BUILD]: hostile frames against the real engine (`inkling serve` on the demo
+model build/demo-model, which has a tokenizer and a padded vocabulary). Each frame must be
+answered by an ERROR frame for its request, and the engine must serve the next request.
+PASS/FAIL lines; exit 0 when all pass.
+"""
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from lib import Checks, Engine  # noqa: E402
+from lib import wire  # noqa: E402
+
+build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build"))
+model = os.path.join(build, "demo-model")
+checks = Checks("engine serve e2e")
+
+
+def until_end(eng, rid):
+    """The frames of request `rid` up to its DONE or ERROR (frames of others are skipped)."""
+    frames = []
+    while True:
+        f = eng.frame()
+        if len(f.fields) > 1 and f.fields[1] == rid:
+            frames.append(f)
+            if f.kind in ("DONE", "ERROR"):
+                return frames
+
+
+def serves_on(eng, name):
+    """After a hostile frame: STATS is answered and a plain request runs to DONE."""
+    eng.send(wire.stats())
+    while eng.frame().kind != "STATS":
+        pass
+    eng.submit("ok", 0, b"1 2 3", 2, ids=1)
+    frames = until_end(eng, "ok")
+    checks.report(f"{name}: the engine serves the next request", frames[-1].kind == "DONE" and eng.proc.poll() is None,
+                  [f.fields for f in frames])
+
+
+eng = Engine([os.path.join(build, "inkling"), "serve", "--model", model, "--slots", "1", "--ctx", "256",
+              "--threads", "2"])
+eng.frame()  # the info STATS
+
+# Item 14 of issue 20: an id inside the padded vocabulary (201024 rows) but outside the
+# tokenizer and the logits (200058) made token_text throw out_of_range outside any handler.
+eng.send(b"SUBMIT r1 0 6 1 0 1 0 ids=1 logprobs=1\n200500\n")
+frames = until_end(eng, "r1")
+checks.report("an ids=1 id in the padded vocabulary but past the tokenizer is ERROR BAD_REQUEST, not a crash",
+              [f.kind for f in frames] == ["ERROR"] and frames[0].fields[2] == "BAD_REQUEST"
+              and "200500" in " ".join(frames[0].fields), [f.fields for f in frames])
+serves_on(eng, "padded id")
+
+checks.report("the engine exits 0 at EOF", eng.close() == 0)
+sys.exit(checks.finish())
