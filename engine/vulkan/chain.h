@@ -104,6 +104,7 @@ public:
     bool resident(int layer) const { return tier_ && tier_->resident(layer); }
     std::uint64_t expert_bytes() const { return tier_ ? tier_->bytes() : 0; }
     ExpertTier* tier() { return tier_.get(); }
+    const ExpertTier* tier() const { return tier_.get(); }
     // Device time per kernel over all steps, when profiling.
     const Frame::Profile* profile() const { return options_.profile ? &profile_ : nullptr; }
     // What the resident layers routed in the last step (the host's usage counts).

@@ -83,6 +83,11 @@ for experts, fault in (("off", 4), ("off", 40), ("auto", 1), ("auto", 6)):
 dev = start("on")
 got, _, stats = request(dev, "a", 0, prompt, 12)
 d = stats[-1].get("device", {}) if stats else {}
+ex = stats[-1].get("experts", {}) if stats else {}
+tiers = [int(ex.get("map", "")[i:i + 2], 16) >> 6 for i in range(0, len(ex.get("map", "")), 2)]
+checks.report(f"resident experts: the residency map puts every expert on the device "
+              f"({ex.get('device')} of {ex.get('total')})",
+              ex.get("total", 0) > 0 and ex.get("device") == ex.get("total") and tiers and all(t == 2 for t in tiers))
 checks.report(f"resident experts: the CPU's tokens, {d.get('expert_layers')} MoE layers resident, "
               f"{d.get('waits_per_step')} waits a step",
               got == want1 and d.get("expert_layers", 0) > 0 and d.get("waits_per_step") == 1.0
@@ -91,6 +96,9 @@ dev.close()
 dev = start("on", experts="off")
 got, _, stats = request(dev, "a", 0, prompt, 12)
 d = stats[-1].get("device", {}) if stats else {}
+ex = stats[-1].get("experts", {}) if stats else {}
+checks.report(f"--vk-experts off: no expert on the device in the residency map ({ex.get('device')})",
+              ex.get("device") == 0 and ex.get("total", 0) > 0)
 checks.report(f"--vk-experts off: the CPU's tokens, routed pairs on the host ({d.get('host_pairs')})",
               got == want1 and d.get("expert_layers") == 0 and d.get("device_pairs") == 0
               and d.get("host_pairs", 0) > 0)
