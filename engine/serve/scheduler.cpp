@@ -27,9 +27,15 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-// ids=1 prompts: decimal token ids separated by whitespace.
+// JSON for a frame: invalid UTF-8 (a device driver's message, a model folder's name) is
+// replaced, never thrown (nlohmann's dump() throws type_error 316 on it).
+std::string json_text(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+// ids=1 prompts: decimal token ids separated by whitespace, each below `vocab` (the
+// unpadded vocabulary: the ids the logits cover, so ECHO and logprobs can score them) and,
+// with a tokenizer, one it can decode (ECHO and DATA carry the token's bytes).
 std::optional<std::vector<std::int32_t>> parse_id_prompt(const std::string& text, std::int64_t vocab,
-                                                         std::string& why) {
+                                                         const model::Tokenizer* tokenizer, std::string& why) {
     std::vector<std::int32_t> ids;
     std::size_t i = 0;
     while (i < text.size()) {
@@ -46,6 +52,10 @@ std::optional<std::vector<std::int32_t>> parse_id_prompt(const std::string& text
         if (*v >= static_cast<std::uint64_t>(vocab)) {
             why = "ids=1: token id " + std::string(token) + " is outside the vocabulary (0.." +
                   std::to_string(vocab - 1) + ")";
+            return std::nullopt;
+        }
+        if (tokenizer && !tokenizer->has(static_cast<std::int32_t>(*v))) {
+            why = "ids=1: token id " + std::string(token) + " is not in the tokenizer";
             return std::nullopt;
         }
         ids.push_back(static_cast<std::int32_t>(*v));
@@ -88,8 +98,21 @@ Scheduler::Scheduler(const model::Model& model, const model::Tokenizer* tokenize
 Scheduler::~Scheduler() = default;
 
 std::string Scheduler::token_text(std::int32_t id) const {
+    // Prompt ids were checked at SUBMIT; a sampled id the tokenizer lacks (a model whose
+    // unpadded vocabulary is larger than its tokenizer's) throws, and that request alone
+    // ends with ERROR INTERNAL (run_round).
     if (tokenizer_) return tokenizer_->token_bytes(id);
     return std::to_string(id) + " ";
+}
+
+void Scheduler::abort(const std::string& id, const std::string& why, FrameSink& out) {
+    for (auto& [_, a] : active_)
+        if (a->request.id == id) return fail(*a, why, out);
+    out.send(protocol::Error{id, ErrorCode::Internal, why});
+}
+
+void Scheduler::fail_all(const std::string& why, FrameSink& out) {
+    while (!active_.empty()) fail(*active_.begin()->second, why, out);
 }
 
 void Scheduler::erase(const std::string& id) {
@@ -101,6 +124,19 @@ void Scheduler::erase(const std::string& id) {
 }
 
 void Scheduler::submit(const protocol::Submit& r, FrameSink& out) {
+    // Whatever throws while admitting (a tokenizer, an allocation) ends this request with
+    // ERROR INTERNAL, whether or not it was accepted; the engine serves on.
+    bool admitted = false;
+    try {
+        admit(r, out, admitted);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "[serve] id=%s internal error while admitting: %s\n", r.id.c_str(), e.what());
+        if (admitted) abort(r.id, e.what(), out);
+        else out.send(protocol::Error{r.id, ErrorCode::Internal, e.what()});
+    }
+}
+
+void Scheduler::admit(const protocol::Submit& r, FrameSink& out, bool& admitted) {
     const auto& c = model_.config;
     if (!options_.fault_kill_once_file.empty() && !std::filesystem::exists(options_.fault_kill_once_file)) {
         std::ofstream(options_.fault_kill_once_file) << "killed\n";
@@ -121,7 +157,7 @@ void Scheduler::submit(const protocol::Submit& r, FrameSink& out) {
     std::vector<std::int32_t> prompt;
     if (r.options.ids) {
         std::string why;
-        auto ids = parse_id_prompt(r.prompt, c.vocab, why);
+        auto ids = parse_id_prompt(r.prompt, c.unpadded_vocab, tokenizer_, why);
         if (!ids) return error(ErrorCode::BadRequest, why);
         prompt = std::move(*ids);
     } else {
@@ -189,12 +225,14 @@ void Scheduler::submit(const protocol::Submit& r, FrameSink& out) {
         st.reset();
     }
     a->fed = a->reused;
-    out.send(protocol::Accept{r.id, static_cast<std::uint64_t>(P), static_cast<std::uint64_t>(a->reused)});
+    Active& accepted = *a;
+    active_.emplace(a->slot, std::move(a));
+    admitted = true;
+    out.send(protocol::Accept{r.id, static_cast<std::uint64_t>(P), static_cast<std::uint64_t>(accepted.reused)});
     if (r.options.logprobs > 0 && P > 0) {
         // Position 0 has nothing to condition on.
-        out.send(protocol::Echo{r.id, 0, token_text(a->prompt[0]), protocol::TokenLogprobs{std::nan(""), {}}});
+        out.send(protocol::Echo{r.id, 0, token_text(accepted.prompt[0]), protocol::TokenLogprobs{std::nan(""), {}}});
     }
-    active_.emplace(a->slot, std::move(a));
 }
 
 void Scheduler::stop(const std::string& id, FrameSink& out) {
@@ -277,7 +315,7 @@ void Scheduler::finish(Active& a, bool length_limited, FrameSink& out) {
     std::string id = a.request.id;
     out.send(protocol::Done{id, s});
     erase(id);  // `a` is gone from here on
-    out.send(protocol::Stats{stats().dump()});
+    out.send(protocol::Stats{json_text(stats())});
     if (options_.fault_device_lost_after > 0 && requests_done_ == static_cast<std::uint64_t>(options_.fault_device_lost_after)) {
         std::fprintf(stderr, "[serve] fault injection: reporting a lost device\n");
         out.send(protocol::Event{R"j({"kind":"device_lost","detail":"fault injection (--fault-device-lost-after)"})j"});
@@ -325,40 +363,52 @@ void Scheduler::run_round(FrameSink& out) {
     // The step finished on the CPU after the device was lost: tell the gateway, which
     // restarts the engine at a quiet moment to get the device back.
     if (const std::string lost = forward_.take_device_event(); !lost.empty())
-        out.send(protocol::Event{nlohmann::json{{"kind", "device_lost"}, {"detail", lost}}.dump()});
-    const std::int64_t U = model_.config.unpadded_vocab;
+        out.send(protocol::Event{json_text({{"kind", "device_lost"}, {"detail", lost}})});
     for (std::size_t b = 0; b < blocks.size(); ++b) {
-        Active& a = *owners[b];
-        if (&a != prefill) {
-            on_logits(a, logits[b].data(), out);
-            continue;
-        }
-        a.fed += chunk;
-        const std::string id = a.request.id;
-        if (a.request.options.logprobs > 0) {
-            // ECHO for each position p of this chunk: prompt[p] under row p-1's logits.
-            for (std::int64_t i = 0; i < chunk; ++i) {
-                const std::int64_t pos = chunk_start + i;
-                if (pos > 0 && i > 0) {
-                    const float* prev = logits[b].data() + (i - 1) * U;
-                    out.send(protocol::Echo{id, static_cast<std::uint64_t>(pos), token_text(a.prompt[pos]),
-                                            logprobs_of(prev, a.prompt[pos], a.request.options.logprobs)});
-                } else if (pos > 0) {
-                    out.send(protocol::Echo{id, static_cast<std::uint64_t>(pos), token_text(a.prompt[pos]),
-                                            logprobs_of(a.last_row.data(), a.prompt[pos], a.request.options.logprobs)});
+        // A throw while emitting one request's frames (a sampled id the tokenizer cannot
+        // decode) ends that request alone; `a` may be gone by then, so look it up by id.
+        const std::string id = owners[b]->request.id;
+        try {
+            emit(*owners[b], owners[b] == prefill, logits[b], chunk_start, chunk, out);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "[serve] id=%s internal error: %s\n", id.c_str(), e.what());
+            for (auto& [_, a] : active_)
+                if (a->request.id == id) {
+                    fail(*a, e.what(), out);
+                    break;
                 }
-            }
-            a.last_row.assign(logits[b].end() - U, logits[b].end());
         }
-        if (a.fed < static_cast<std::int64_t>(a.prompt.size())) continue;
-        a.prefill_done_at = Clock::now();
-        if (a.request.options.pin) pins_.pin(a.slot, slots_[a.slot], model_.config);
-        if (a.request.max_tokens == 0) {
-            finish(a, false, out);  // a prompt read-out only
-            continue;
-        }
-        on_logits(a, logits[b].data() + logits[b].size() - U, out);
     }
+}
+
+// One request's share of a round: its ECHO frames and, once its prompt is in, its next
+// token (`prefilled`: this round fed a chunk of its prompt rather than its last token).
+void Scheduler::emit(Active& a, bool prefilled, const std::vector<float>& row, std::int64_t chunk_start,
+                     std::int64_t chunk, FrameSink& out) {
+    const std::int64_t U = model_.config.unpadded_vocab;
+    if (!prefilled) return on_logits(a, row.data(), out);
+    a.fed += chunk;
+    const std::string& id = a.request.id;
+    if (a.request.options.logprobs > 0) {
+        // ECHO for each position p of this chunk: prompt[p] under row p-1's logits.
+        for (std::int64_t i = 0; i < chunk; ++i) {
+            const std::int64_t pos = chunk_start + i;
+            if (pos > 0 && i > 0) {
+                const float* prev = row.data() + (i - 1) * U;
+                out.send(protocol::Echo{id, static_cast<std::uint64_t>(pos), token_text(a.prompt[pos]),
+                                        logprobs_of(prev, a.prompt[pos], a.request.options.logprobs)});
+            } else if (pos > 0) {
+                out.send(protocol::Echo{id, static_cast<std::uint64_t>(pos), token_text(a.prompt[pos]),
+                                        logprobs_of(a.last_row.data(), a.prompt[pos], a.request.options.logprobs)});
+            }
+        }
+        a.last_row.assign(row.end() - U, row.end());
+    }
+    if (a.fed < static_cast<std::int64_t>(a.prompt.size())) return;
+    a.prefill_done_at = Clock::now();
+    if (a.request.options.pin) pins_.pin(a.slot, slots_[a.slot], model_.config);
+    if (a.request.max_tokens == 0) return finish(a, false, out);  // a prompt read-out only
+    on_logits(a, row.data() + row.size() - U, out);
 }
 
 nlohmann::json Scheduler::info() const {
