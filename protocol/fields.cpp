@@ -1,5 +1,6 @@
 #include "protocol/fields.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -109,11 +110,14 @@ std::string format_double(double value) {
 
 std::string format_fixed(double value, int decimals) {
     if (std::isnan(value)) return "nan";
-    char buf[64];
-    auto [end, ec] =
-        std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed, decimals);
-    if (ec != std::errc{}) return "0";
-    return std::string(buf, end);
+    if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+    // Room for every finite double: sign, 309 integer digits, the point and the decimals
+    // (a 64-byte buffer wrote "0" for 1e300, which then read back as another number).
+    std::string buf(static_cast<std::size_t>(320 + std::max(decimals, 0)), '\0');
+    auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), value, std::chars_format::fixed, decimals);
+    if (ec != std::errc{}) return "0";  // unreachable: the buffer fits any double
+    buf.resize(static_cast<std::size_t>(end - buf.data()));
+    return buf;
 }
 
 }  // namespace inkling::protocol

@@ -31,7 +31,8 @@ std::string printable(std::string_view bytes, std::size_t max_chars = 48);
 
 // Shortest decimal text that parses back to exactly the same double.
 std::string format_double(double value);
-// Fixed-point text with `decimals` digits after the point ("nan" for NaN).
+// Fixed-point text with `decimals` digits after the point, in full for any finite double
+// ("nan" for NaN, "inf"/"-inf").
 std::string format_fixed(double value, int decimals);
 
 }  // namespace inkling::protocol

@@ -26,13 +26,6 @@ std::string logprobs_tail(const TokenLogprobs& lp) {
     return out;
 }
 
-std::string payload_frame(std::string header, const std::string& payload) {
-    header += '\n';
-    header += payload;
-    header += '\n';
-    return header;
-}
-
 // ERROR details are one line: CR and LF become spaces.
 std::string one_line(std::string text) {
     for (char& c : text)
@@ -42,32 +35,31 @@ std::string one_line(std::string text) {
 
 }  // namespace
 
-std::string encode(const Frame& frame) {
+std::string encode_header(const Frame& frame) {
     return std::visit(
         [](const auto& f) -> std::string {
             using T = std::decay_t<decltype(f)>;
             if constexpr (std::is_same_v<T, Submit>) {
-                return format_submit_header(f) + "\n" + f.prompt + f.extension + "\n";
+                return format_submit_header(f);
             } else if constexpr (std::is_same_v<T, Stop>) {
-                return "STOP " + f.id + "\n";
+                return "STOP " + f.id;
             } else if constexpr (std::is_same_v<T, Cancel>) {
-                return "CANCEL " + f.id + "\n";
+                return "CANCEL " + f.id;
             } else if constexpr (std::is_same_v<T, StatsRequest>) {
-                return "STATS\n";
+                return "STATS";
             } else if constexpr (std::is_same_v<T, Ready>) {
-                return std::string(kReadySentinel);
+                return std::string(kReadySentinel.substr(0, kReadySentinel.size() - 1));
             } else if constexpr (std::is_same_v<T, Accept>) {
                 std::string line = "ACCEPT " + f.id + " " + std::to_string(f.prompt_tokens);
                 if (f.reused) line += " reused=" + std::to_string(*f.reused);
-                return line + "\n";
+                return line;
             } else if constexpr (std::is_same_v<T, Data>) {
                 std::string header = "DATA " + f.id + " " + std::to_string(f.bytes.size());
                 if (f.logprobs) header += logprobs_tail(*f.logprobs);
-                return payload_frame(std::move(header), f.bytes);
+                return header;
             } else if constexpr (std::is_same_v<T, Echo>) {
-                return payload_frame("ECHO " + f.id + " " + std::to_string(f.bytes.size()) +
-                                         " " + std::to_string(f.pos) + logprobs_tail(f.logprobs),
-                                     f.bytes);
+                return "ECHO " + f.id + " " + std::to_string(f.bytes.size()) + " " + std::to_string(f.pos) +
+                       logprobs_tail(f.logprobs);
             } else if constexpr (std::is_same_v<T, Done>) {
                 const DoneStats& s = f.stat;
                 std::string line = "DONE " + f.id + " STAT " + std::to_string(s.emitted) + " " +
@@ -77,19 +69,41 @@ std::string encode(const Frame& frame) {
                                    std::to_string(s.prompt_tokens) + " " +
                                    (s.length_limited ? "1" : "0");
                 for (const auto& [key, value] : s.extra) line += " " + key + "=" + value;
-                return line + "\n";
+                return line;
             } else if constexpr (std::is_same_v<T, Error>) {
                 std::string line = "ERROR " + f.id + " " + std::string(to_string(f.code));
                 if (!f.detail.empty()) line += " " + one_line(f.detail);
-                return line + "\n";
+                return line;
             } else if constexpr (std::is_same_v<T, Stats>) {
-                return payload_frame("STATS " + std::to_string(f.json.size()), f.json);
+                return "STATS " + std::to_string(f.json.size());
             } else {
                 static_assert(std::is_same_v<T, Event>);
-                return payload_frame("EVENT " + std::to_string(f.json.size()), f.json);
+                return "EVENT " + std::to_string(f.json.size());
             }
         },
         frame);
+}
+
+std::string encode(const Frame& frame) {
+    std::string out = encode_header(frame);
+    out += '\n';
+    std::visit(
+        [&](const auto& f) {
+            using T = std::decay_t<decltype(f)>;
+            if constexpr (std::is_same_v<T, Submit>) {
+                out += f.prompt;
+                out += f.extension;
+                out += '\n';
+            } else if constexpr (requires { f.bytes; }) {
+                out += f.bytes;
+                out += '\n';
+            } else if constexpr (requires { f.json; }) {
+                out += f.json;
+                out += '\n';
+            }
+        },
+        frame);
+    return out;
 }
 
 }  // namespace inkling::protocol

@@ -9,4 +9,9 @@ namespace inkling::protocol {
 
 std::string encode(const Frame& frame);
 
+// The header line encode() writes first, LF excluded. Its length is what the reader's
+// header limit applies to: a reader accepts a frame only when this fits (so every frame it
+// yields re-encodes to bytes it reads back as the same frame).
+std::string encode_header(const Frame& frame);
+
 }  // namespace inkling::protocol

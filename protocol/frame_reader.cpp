@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "protocol/fields.h"
+#include "protocol/frame_encode.h"
 #include "protocol/submit_header.h"
 
 namespace inkling::protocol {
@@ -48,6 +49,26 @@ std::optional<ReadItem> FrameReader::next() {
 
 void FrameReader::problem(std::string id, ErrorCode code, std::string detail) {
     out_.emplace_back(Problem{std::move(id), code, std::move(detail)});
+}
+
+void FrameReader::deliver(Frame frame) {
+    // The canonical form can be longer than what was read: "1" becomes "1.000", an absent
+    // field 7 becomes " 0", an unknown ERROR code gains "INTERNAL ". A frame that would
+    // not fit is refused here rather than written by someone else and refused there.
+    const std::size_t header = encode_header(frame).size();
+    if (header > limits_.max_header_bytes) {
+        std::string id{kUnknownId};
+        std::visit(
+            [&](const auto& f) {
+                if constexpr (requires { f.id; }) id = f.id;
+            },
+            frame);
+        problem(id, direction_ == Direction::ToEngine ? ErrorCode::BadRequest : ErrorCode::BadFrame,
+                "the frame's canonical header would be " + std::to_string(header) + " bytes, over the limit of " +
+                    std::to_string(limits_.max_header_bytes));
+        return;
+    }
+    out_.emplace_back(std::move(frame));
 }
 
 void FrameReader::feed(std::string_view bytes) {
@@ -183,7 +204,7 @@ void FrameReader::on_payload_complete() {
             },
             frame);
     }
-    out_.emplace_back(std::move(frame));
+    deliver(std::move(frame));
 }
 
 void FrameReader::on_header(std::string_view line) {
@@ -224,8 +245,8 @@ void FrameReader::on_engine_command(std::string_view line) {
                     std::string(f[0]) + " takes one valid id: '" + printable(line) + "'");
             return;
         }
-        if (f[0] == "STOP") out_.emplace_back(Stop{std::string(f[1])});
-        else out_.emplace_back(Cancel{std::string(f[1])});
+        if (f[0] == "STOP") deliver(Stop{std::string(f[1])});
+        else deliver(Cancel{std::string(f[1])});
         return;
     }
     if (f[0] == "STATS") {
@@ -234,7 +255,7 @@ void FrameReader::on_engine_command(std::string_view line) {
                     "STATS takes no fields: '" + printable(line) + "'");
             return;
         }
-        out_.emplace_back(StatsRequest{});
+        deliver(StatsRequest{});
         return;
     }
     problem(std::string(kUnknownId), ErrorCode::BadRequest,
@@ -243,7 +264,7 @@ void FrameReader::on_engine_command(std::string_view line) {
 
 void FrameReader::on_engine_output(std::string_view line) {
     if (line == kReadyLine) {
-        out_.emplace_back(Ready{});
+        deliver(Ready{});
         return;
     }
     Fields f = split_fields(line);
@@ -277,7 +298,7 @@ void FrameReader::on_engine_output(std::string_view line) {
                 if (!a.reused) return bad("reused");
             }
         }
-        out_.emplace_back(std::move(a));
+        deliver(std::move(a));
     } else if (kind == "DATA") {
         if (f.size() < 3 || id == kUnknownId) return bad("fields");
         Data d{id, {}, std::nullopt};
@@ -308,7 +329,7 @@ void FrameReader::on_engine_output(std::string_view line) {
             if (eq == std::string_view::npos) s.extra.emplace_back("", std::string(f[i]));
             else s.extra.emplace_back(std::string(f[i].substr(0, eq)), std::string(f[i].substr(eq + 1)));
         }
-        out_.emplace_back(Done{id, std::move(s)});
+        deliver(Done{id, std::move(s)});
     } else if (kind == "ERROR") {
         if (f.size() < 3) return bad("fields");
         if (f[1] != kUnknownId && id == kUnknownId) return bad("id");
@@ -318,10 +339,10 @@ void FrameReader::on_engine_output(std::string_view line) {
         if (!detail.empty() && detail.front() == ' ') detail.remove_prefix(1);
         auto code = error_code_from_string(f[2]);
         if (!code) {  // a newer engine's code: still an error for that id, kept verbatim
-            out_.emplace_back(Error{id, ErrorCode::Internal, std::string(f[2]) + " " + std::string(detail)});
+            deliver(Error{id, ErrorCode::Internal, std::string(f[2]) + " " + std::string(detail)});
             return;
         }
-        out_.emplace_back(Error{id, *code, std::string(detail)});
+        deliver(Error{id, *code, std::string(detail)});
     } else if (kind == "STATS" || kind == "EVENT") {
         if (f.size() != 2) return bad("fields");
         Frame frame = kind == "STATS" ? Frame{Stats{}} : Frame{Event{}};

@@ -11,7 +11,8 @@
 // Guarantees: memory stays bounded by the limits (an oversize header is dropped as it
 // streams, a rejected payload is counted off, never stored); a rejected frame's declared
 // payload is still consumed, so the next frame is read from its first byte; every
-// malformed frame of a known kind yields exactly one Problem.
+// malformed frame of a known kind yields exactly one Problem; every frame it yields
+// re-encodes (encode) to bytes it reads back as the same frame.
 #pragma once
 
 #include <cstdint>
@@ -61,6 +62,9 @@ private:
     void expect_payload(std::uint64_t bytes, bool keep);
     void on_payload_complete();
     void problem(std::string id, ErrorCode code, std::string detail);
+    // Queues a parsed frame, or a problem when its canonical header (encode_header) would
+    // not fit the header limit: what this reader yields always reads back the same.
+    void deliver(Frame frame);
     // The id of the frame whose payload is being read ("0" if unknown).
     std::string pending_id() const;
 

@@ -186,6 +186,35 @@ TEST_CASE("non-finite STAT numbers are written as 0 so clients can read them") {
     CHECK(wire == "DONE a STAT 1 0.000 0.0 0.000 1 0\n");
 }
 
+// The fuzzer's invariant (tests/fuzz/frame_reader_fuzz.cpp) on the inputs it found: what the
+// reader accepts is read back the same after encoding, even where the encoding is not the
+// text that was read.
+TEST_CASE("a frame read in a non-canonical form re-encodes to bytes that read back the same") {
+    auto again = [](Direction dir, const std::string& line) {
+        auto items = read_all(dir, line, 0);
+        REQUIRE(items.size() == 1);
+        if (!std::holds_alternative<Frame>(items[0])) return std::get<Problem>(items[0]).detail;
+        const std::string wire = encode(std::get<Frame>(items[0]));
+        auto back = read_all(dir, wire, 0);
+        REQUIRE(back.size() == 1);
+        REQUIRE(std::holds_alternative<Frame>(back[0]));
+        CHECK(encode(std::get<Frame>(back[0])) == wire);
+        return wire;
+    };
+    // 1e300 tokens/s was written as "0" (a 64-byte buffer), which read back as 0.
+    const std::string big = again(Direction::FromEngine, "DONE a STAT 2 1e300 100.0 0.000 5 0\n");
+    auto read_big = read_all(Direction::FromEngine, big, 0);
+    REQUIRE(read_big.size() == 1);
+    CHECK(std::get<Done>(std::get<Frame>(read_big[0])).stat.tokens_per_second == 1e300);
+    // A line under the header limit whose canonical form ("1e9" → "1000000000.000") is over it.
+    std::string line = "DONE a STAT 2 1e9 100.0 0.000 5 0 k=";
+    line += std::string(kDefaultLimits.max_header_bytes - line.size(), 'v');
+    CHECK(again(Direction::FromEngine, line + "\n").find("canonical header would be 4107 bytes") != std::string::npos);
+    // An unknown ERROR code is kept as INTERNAL "<code> <detail>", 9 bytes longer.
+    CHECK(again(Direction::FromEngine, "ERROR a NEW_CODE" + std::string(4078, ' ') + "x\n")
+              .find("canonical header") != std::string::npos);
+}
+
 TEST_CASE("absurd declared payload lengths saturate instead of wrapping") {
     FrameReader r(Direction::ToEngine);
     r.feed("SUBMIT a 0 18446744073709551615 1 0 1 1\nSTOP b\n");
