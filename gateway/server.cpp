@@ -2,6 +2,8 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <functional>
 #include <random>
@@ -9,6 +11,7 @@
 #include "gateway/api_error.h"
 #include "gateway/connection.h"
 #include "gateway/web_assets.h"
+#include "protocol/fields.h"
 
 namespace inkling::gateway {
 
@@ -143,6 +146,27 @@ std::string Server::allowed_origin(const Request& req) const {
     return {};
 }
 
+bool Server::origin_permitted(const Request& req) const {
+    const std::string origin(req[http::field::origin]);
+    if (req.count(http::field::origin) == 0) return true;  // not a browser, or same-origin GET
+    if (req.count(http::field::origin) > 1) return false;
+    if (!allowed_origin(req).empty()) return true;
+    // Same origin (the web UI on a name given by --allowed-host, or behind a TLS proxy):
+    // scheme://Host, the Host header already checked by host_allowed.
+    const std::string host(req[http::field::host]);
+    auto iequal = [](std::string_view a, std::string_view b) {
+        return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+                   return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+               });
+    };
+    for (std::string_view scheme : {"http://", "https://"})
+        if (!host.empty() && origin.size() == scheme.size() + host.size() &&
+            iequal(std::string_view(origin).substr(0, scheme.size()), scheme) &&
+            iequal(std::string_view(origin).substr(scheme.size()), host))
+            return true;
+    return false;
+}
+
 std::string Server::cors_header_block(const Request& req) const {
     const std::string origin = allowed_origin(req);
     if (origin.empty()) return {};
@@ -248,6 +272,16 @@ awaitable<bool> Server::route(Connection& c, Request& req) {
             co_await write_json(c, req, 403, forbidden, ep);
             co_return false;
         }
+        // Cross-site requests: a page on another origin can POST a "simple" request
+        // (text/plain, no preflight) and the browser sends it with its Origin. Every
+        // method that acts is refused unless that origin is allowed; clients that are not
+        // browsers send no Origin, and any Content-Type is read as JSON.
+        if (method != http::verb::get && method != http::verb::head && method != http::verb::options &&
+            !origin_permitted(req))
+            throw ApiError(403, "forbidden",
+                           "the Origin '" + protocol::printable(std::string(req[http::field::origin]), 200) +
+                               "' may not call this gateway (allow it with --cors-origin)",
+                           "", "origin_not_allowed");
         if (method == http::verb::options) {
             Response res{http::status::no_content, req.version()};
             cors(req, res);

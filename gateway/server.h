@@ -53,6 +53,8 @@ private:
     void cors(const http::request<http::string_body>& req, http::response<http::string_body>& res) const;
     std::string cors_header_block(const http::request<http::string_body>& req) const;
     std::string allowed_origin(const http::request<http::string_body>& req) const;  // "" if none
+    // No Origin, an allowed one (--cors-origin), or the gateway's own (scheme://Host).
+    bool origin_permitted(const http::request<http::string_body>& req) const;
     bool authorized(const http::request<http::string_body>& req) const;
     bool host_allowed(const http::request<http::string_body>& req) const;
     nlohmann::json stats_json() const;
