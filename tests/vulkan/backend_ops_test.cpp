@@ -3,7 +3,9 @@
 // for, on seeded random inputs and shapes chosen for their edges — sizes that are not
 // multiples of a workgroup or subgroup, the 16-byte and the tail paths of gemv, strided
 // rows, row chunks, head dims 8 to 256, a sliding ring that has wrapped, tau, the KV
-// split's host statistics, several spans in one batch, grid-stride loops — with every
+// split's host statistics, several spans in one batch, grid-stride loops, a span that
+// overruns its mirror ring, the router's exact ties, expert pairs whose slot lies in
+// another chunk or on the host, bindings at an offset — with every
 // buffer guarded (ops_harness.h): out-of-bounds writes, missing writes and reads of
 // slack all fail. One TEST_CASE per op family, one SUBCASE per shape.
 //
@@ -15,7 +17,11 @@
 //   ew combine        1e-6 · (|b| + Σ_j |w_j·c_j|)  fused multiply-adds allowed
 //   sconv             1e-6 · (|raw| + Σ_j |w_j·col_j|); its state bit for bit
 //   relattn           1e-5                        averages of values in [−1, 1]
-//   copy              bit for bit
+//   kvstore, copy     bit for bit
+//   moe_route         expert ids exact (rows with a near-tie the device's exp could flip
+//                     are drawn again); weights 1e-5 · |want|, the device's exp
+//   moe_gemv          1e-5 · Σ_i |x_i·w_i|        as gemv
+//   moe_join          1e-6 · (Σ_k |w_k·y_k| + Σ_j |sw_j·sh_j|); nothing to sum: 0 bit for bit
 //
 // Perf mode (for the GPU machine): INKLING_OPS_PERF=1 build/unit-tests -tc='backend-ops perf'
 // prints µs per dispatch and GB/s of each op at an 8B-class model's sizes (docs/vulkan.md,
@@ -30,6 +36,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/cpu/kernels.h"
@@ -449,6 +456,274 @@ void attn_case(const AttnShape& a, std::uint32_t seed) {
     }
 }
 
+// ---- kvstore ------------------------------------------------------------------------
+
+struct KvShape {
+    const char* name;
+    std::int64_t first, rows, pos0, KV, hd, mrows;
+};
+
+// One span's fresh rows at batch row `first` (the rows before and after are other spans')
+// into its ring of `mrows` rows, sentinel before the op: row s lands at ring row
+// (pos0 + s) % mrows of every KV head, and only the last min(rows, mrows) rows do, the
+// earlier ones overwritten within the span on the host (chain.cpp's KV store).
+void kvstore_case(const KvShape& k, std::uint32_t seed) {
+    auto* dev = test_ops::device();
+    if (!dev) return;
+    vulkan::Context& ctx = *dev->ctx;
+    test_ops::Rand rnd(seed);
+    const std::int64_t R = k.first + k.rows + 1, row = k.KV * k.hd;
+    Guarded Fresh(ctx, static_cast<std::size_t>(R * row + 3)), Ring(ctx, static_cast<std::size_t>(k.mrows * row + 5));
+    for (std::int64_t i = 0; i < R * row; ++i) Fresh.set(i, rnd.uniform(-1.0f, 1.0f));
+    for (std::int64_t s = k.rows - std::min(k.rows, k.mrows); s < k.rows; ++s)
+        for (std::int64_t g = 0; g < k.KV; ++g)
+            for (std::int64_t d = 0; d < k.hd; ++d)
+                Ring.expect((g * k.mrows + (k.pos0 + s) % k.mrows) * k.hd + d,
+                            Fresh.at((k.first + s) * row + g * k.hd + d), 0);
+    Fresh.upload();
+    Ring.upload();
+    vulkan::Frame f(ctx);
+    f.begin();
+    dev->ops->kvstore(f, {u32(k.first), u32(k.rows), u32(k.pos0), u32(k.KV), u32(k.hd), u32(k.mrows)}, Fresh.buffer(),
+                      Ring.buffer());
+    f.run();
+    test_ops::check(Ring, "ring");
+    test_ops::check(Fresh, "fresh");
+}
+
+// ---- moe_route ----------------------------------------------------------------------
+
+struct RouteShape {
+    const char* name;
+    std::int64_t E, K, NS, R;
+    int ties = 0;          // 1: logits and biases from a few values each; 2: every expert alike
+    bool offsets = false;  // logits and ids bound 256 bytes in (the chain's per-layer slices)
+};
+
+// The host's routing of one row: forward/host_experts.cpp's select_experts and
+// HostExperts::route restated (route needs a whole model). `gap`: the least margin of a
+// chosen expert's choice over a left-out one's, among pairs of unlike experts (alike ones,
+// the same logit and bias, tie exactly, and both sides give the tie to the lower id).
+struct RowRoute {
+    std::vector<std::int64_t> chosen;  // increasing id
+    std::vector<float> w, sw;
+    float gap = 1;
+};
+RowRoute route_row(const float* lg, const std::vector<float>& bias, std::int64_t E, std::int64_t K, std::int64_t NS,
+                   float scale) {
+    std::vector<float> choice(static_cast<std::size_t>(E));
+    std::vector<char> taken(static_cast<std::size_t>(E), 0);
+    for (std::int64_t e = 0; e < E; ++e) choice[e] = cpu::sigmoid(lg[e]) + bias[e];
+    RowRoute r;
+    for (std::int64_t kk = 0; kk < K; ++kk) {
+        std::int64_t best = -1;
+        for (std::int64_t e = 0; e < E; ++e)
+            if (!taken[e] && (best < 0 || choice[e] > choice[best])) best = e;
+        taken[best] = 1;
+        r.chosen.push_back(best);
+    }
+    for (auto c : r.chosen)
+        for (std::int64_t u = 0; u < E; ++u)
+            if (!taken[u] && (lg[u] != lg[c] || bias[u] != bias[c])) r.gap = std::min(r.gap, choice[c] - choice[u]);
+    float z = 0.0f;
+    for (auto e : r.chosen) z += cpu::sigmoid(lg[e]);
+    for (std::int64_t j = 0; j < NS; ++j) z += cpu::sigmoid(lg[E + j]);
+    const float s = scale / z;
+    std::sort(r.chosen.begin(), r.chosen.end());
+    for (auto e : r.chosen) r.w.push_back(cpu::sigmoid(lg[e]) * s);
+    for (std::int64_t j = 0; j < NS; ++j) r.sw.push_back(cpu::sigmoid(lg[E + j]) * s);
+    return r;
+}
+
+// A row where a chosen and a left-out expert lie closer than the device's exp can tell
+// apart (a few ulps off the CPU's) is drawn again: the ids must come out exact.
+void route_case(const RouteShape& r, std::uint32_t seed) {
+    auto* dev = test_ops::device();
+    if (!dev) return;
+    vulkan::Context& ctx = *dev->ctx;
+    test_ops::Rand rnd(seed);
+    const std::int64_t E = r.E, K = r.K, NS = r.NS, R = r.R, W = E + NS, off = r.offsets ? 64 : 0;
+    const float scale = 2.5f;
+    static const float few_logits[] = {-1.0f, 0.5f, 2.0f}, few_biases[] = {0.0f, 0.125f};
+    std::vector<float> bias(static_cast<std::size_t>(E));
+    auto pick = [&](const float* few, std::int64_t n) { return few[rnd.between(0, n - 1)]; };
+    for (auto& b : bias) b = r.ties == 0 ? rnd.uniform(-0.3f, 0.3f) : r.ties == 1 ? pick(few_biases, 2) : 0.0f;
+    Guarded Logits(ctx, static_cast<std::size_t>(off + R * W + 3)), Bias(ctx, static_cast<std::size_t>(E + 2)),
+        Ids(ctx, static_cast<std::size_t>(off + R * K + 3), Guarded::Holds::Words),
+        Wts(ctx, static_cast<std::size_t>(R * K + 3)), Shared(ctx, static_cast<std::size_t>(R * NS + 3));
+    Bias.set(0, bias);
+    std::vector<float> lg(static_cast<std::size_t>(W));
+    for (std::int64_t row = 0; row < R; ++row) {
+        RowRoute want;
+        do {
+            for (std::int64_t e = 0; e < W; ++e)
+                lg[e] = r.ties == 0 || e >= E ? rnd.uniform(-4.0f, 4.0f) : r.ties == 1 ? pick(few_logits, 3) : 0.5f;
+            want = route_row(lg.data(), bias, E, K, NS, scale);
+        } while (want.gap < 1e-5f);
+        Logits.set(static_cast<std::size_t>(off + row * W), lg);
+        for (std::int64_t k = 0; k < K; ++k) {
+            Ids.expect_word(off + row * K + k, u32(want.chosen[k]));
+            Wts.expect(row * K + k, want.w[k], 1e-5 * std::abs(want.w[k]));
+        }
+        for (std::int64_t j = 0; j < NS; ++j) Shared.expect(row * NS + j, want.sw[j], 1e-5 * std::abs(want.sw[j]));
+    }
+    for (Guarded* g : {&Logits, &Bias, &Ids, &Wts, &Shared}) g->upload();
+    vulkan::Frame f(ctx);
+    f.begin();
+    dev->ops->moe_route(f, {u32(R), u32(E), u32(NS), u32(K), scale}, {&Logits.buffer(), std::size_t(off) * 4},
+                        Bias.buffer(), {&Ids.buffer(), std::size_t(off) * 4}, Wts.buffer(), Shared.buffer());
+    f.run();
+    const std::pair<const Guarded*, const char*> all[] = {
+        {&Ids, "expert ids"}, {&Wts, "weights"}, {&Shared, "shared weights"}, {&Logits, "logits"}, {&Bias, "bias"}};
+    for (auto [g, name] : all) test_ops::check(*g, name);
+}
+
+// ---- moe_gemv -----------------------------------------------------------------------
+
+struct MoeShape {
+    const char* name;
+    bool bf16;
+    std::int64_t O, I, R, K;             // pairs = R·K, each row's K experts distinct, increasing
+    bool down;                           // x_div 1 (x: a row a pair), else K (gate/up: a row a token)
+    std::int64_t E, slots, per_chunk;    // experts, device slots (the other experts ~0: host), slots a chunk
+    std::int64_t skip = -1;              // >= 0: that chunk not dispatched (its pairs another frame's)
+    bool route_off = false;              // the pairs' ids bound 256 bytes in (the chain's per-layer slice)
+};
+
+// The slots go to a random `slots` of the experts in random order, chunk c holding slots
+// [c·per_chunk, …) packed O×I each in a buffer of its own, one dispatch a chunk. Pairs of an
+// expert on the host, or in the chunk left out, keep their y rows' sentinel.
+void moe_gemv_case(const MoeShape& m, std::uint32_t seed) {
+    auto* dev = test_ops::device();
+    if (!dev) return;
+    vulkan::Context& ctx = *dev->ctx;
+    test_ops::Rand rnd(seed);
+    const std::int64_t O = m.O, I = m.I, P = m.R * m.K, x_div = m.down ? 1 : m.K, roff = m.route_off ? 64 : 0;
+    std::vector<std::int64_t> order(static_cast<std::size_t>(m.E));
+    for (std::size_t e = 0; e < order.size(); ++e) order[e] = static_cast<std::int64_t>(e);
+    std::shuffle(order.begin(), order.end(), rnd.g);
+    std::vector<std::uint32_t> slot_of(order.size(), ~0u);
+    for (std::int64_t s = 0; s < m.slots; ++s) slot_of[order[s]] = u32(s);
+    std::shuffle(order.begin(), order.end(), rnd.g);  // a permutation of its own for each row's experts below
+
+    Guarded Slots(ctx, static_cast<std::size_t>(m.E + 1), Guarded::Holds::Words),
+        Route(ctx, static_cast<std::size_t>(roff + P + 2), Guarded::Holds::Words),
+        X(ctx, static_cast<std::size_t>((m.down ? P : m.R) * I + 3)), Y(ctx, static_cast<std::size_t>(P * O + 5));
+    for (std::int64_t e = 0; e < m.E; ++e) Slots.set_word(e, slot_of[e]);
+    std::vector<std::int64_t> route(static_cast<std::size_t>(P));
+    for (std::int64_t row = 0; row < m.R; ++row) {
+        std::shuffle(order.begin(), order.end(), rnd.g);
+        std::sort(order.begin(), order.begin() + m.K);
+        for (std::int64_t k = 0; k < m.K; ++k) {
+            route[row * m.K + k] = order[k];
+            Route.set_word(roff + row * m.K + k, u32(order[k]));
+        }
+    }
+    for (std::int64_t i = 0; i + 3 < static_cast<std::int64_t>(X.size()); ++i) X.set(i, rnd.uniform(-1.0f, 1.0f));
+
+    // The chunks' weights, bf16 as in gemv_case: the top half of each f32.
+    struct Chunk {
+        std::int64_t first, count;
+        std::vector<float> wf;
+        std::vector<std::uint16_t> wb;
+    };
+    std::vector<Chunk> chunks;
+    for (std::int64_t first = 0; first < m.slots; first += m.per_chunk) {
+        Chunk c{first, std::min(m.per_chunk, m.slots - first), {}, {}};
+        c.wf = rnd.uniform(static_cast<std::size_t>((c.count * O * I + 1) / 2 * 2), -1.0f, 1.0f);
+        c.wb.resize(c.wf.size());
+        for (std::size_t i = 0; i < c.wf.size(); ++i) {
+            std::uint32_t bits;
+            std::memcpy(&bits, &c.wf[i], 4);
+            c.wb[i] = static_cast<std::uint16_t>(bits >> 16);
+            if (m.bf16) c.wf[i] = model::bf16_to_f32(c.wb[i]);
+        }
+        chunks.push_back(std::move(c));
+    }
+    cpu::ThreadPool pool(1);
+    std::vector<float> want(static_cast<std::size_t>(O));
+    for (std::int64_t q = 0; q < P; ++q) {
+        const std::uint32_t s = slot_of[route[q]];
+        if (s == ~0u || static_cast<std::int64_t>(s / m.per_chunk) == m.skip) continue;
+        const Chunk& c = chunks[s / m.per_chunk];
+        const std::int64_t at = (s - c.first) * O * I;
+        model::Matrix w;
+        w.dtype = m.bf16 ? model::DType::BF16 : model::DType::F32;
+        w.data = m.bf16 ? reinterpret_cast<const std::byte*>(c.wb.data() + at)
+                        : reinterpret_cast<const std::byte*>(c.wf.data() + at);
+        w.rows = O;
+        w.cols = I;
+        w.row_stride = I;
+        std::vector<float> x(static_cast<std::size_t>(I));
+        for (std::int64_t i = 0; i < I; ++i) x[i] = X.at((q / x_div) * I + i);
+        cpu::matmul(x.data(), 1, w, want.data(), pool);
+        for (std::int64_t o = 0; o < O; ++o) {
+            double mag = 0;
+            for (std::int64_t i = 0; i < I; ++i) mag += std::abs(static_cast<double>(x[i]) * c.wf[at + o * I + i]);
+            Y.expect(q * O + o, want[o], 1e-5 * mag + 1e-30);
+        }
+    }
+    for (Guarded* g : {&Slots, &Route, &X, &Y}) g->upload();
+    std::vector<vulkan::Buffer> W;
+    for (const Chunk& c : chunks) W.push_back(m.bf16 ? test_ops::input(ctx, c.wb) : test_ops::input(ctx, c.wf));
+    vulkan::Frame f(ctx);
+    f.begin();
+    for (std::size_t c = 0; c < chunks.size(); ++c) {
+        if (static_cast<std::int64_t>(c) == m.skip) continue;
+        const vulkan::MoeGemvPush p{u32(O), u32(I), u32(P), u32(x_div), u32(chunks[c].first), u32(chunks[c].count)};
+        dev->ops->moe_gemv(f, m.bf16, p, W[c], X.buffer(), Y.buffer(), {&Route.buffer(), std::size_t(roff) * 4},
+                           Slots.buffer());
+    }
+    f.run();
+    const std::pair<const Guarded*, const char*> all[] = {{&Y, "y"}, {&X, "x"}, {&Route, "route"}, {&Slots, "slots"}};
+    for (auto [g, name] : all) test_ops::check(*g, name);
+}
+
+// ---- moe_join -----------------------------------------------------------------------
+
+// a = Σ_k w[row][k]·y[row·K + k] + Σ_j sw[row][j]·shared[j][row] over `rows` rows of D, in
+// the host's order (forward/host_experts.cpp: the routed pairs by increasing id, the shared
+// sum on its own, then added). a holds sentinel before: the op writes all of it.
+void join_case(std::int64_t rows, std::int64_t D, std::int64_t K, std::int64_t NS, std::uint32_t seed) {
+    auto* dev = test_ops::device();
+    if (!dev) return;
+    vulkan::Context& ctx = *dev->ctx;
+    test_ops::Rand rnd(seed);
+    const std::int64_t n = rows * D;
+    Guarded A(ctx, static_cast<std::size_t>(n + 7)), Y(ctx, static_cast<std::size_t>(rows * K * D + 3)),
+        Wts(ctx, static_cast<std::size_t>(rows * K + 1)), Shared(ctx, static_cast<std::size_t>(NS * n + 1)),
+        Sw(ctx, static_cast<std::size_t>(rows * NS + 1));
+    for (std::int64_t i = 0; i < rows * K * D; ++i) Y.set(i, rnd.uniform(-1.0f, 1.0f));
+    for (std::int64_t i = 0; i < rows * K; ++i) Wts.set(i, rnd.uniform(0.0f, 1.0f));
+    for (std::int64_t i = 0; i < NS * n; ++i) Shared.set(i, rnd.uniform(-1.0f, 1.0f));
+    for (std::int64_t i = 0; i < rows * NS; ++i) Sw.set(i, rnd.uniform(0.0f, 1.0f));
+    for (std::int64_t i = 0; i < n; ++i) {
+        const std::int64_t row = i / D, d = i % D;
+        float r = 0.0f, s = 0.0f;
+        double mag = 0;
+        for (std::int64_t k = 0; k < K; ++k) {
+            const float t = Wts.at(row * K + k) * Y.at((row * K + k) * D + d);
+            r += t;
+            mag += std::abs(t);
+        }
+        for (std::int64_t j = 0; j < NS; ++j) {
+            const float t = Sw.at(row * NS + j) * Shared.at(j * n + i);
+            s += t;
+            mag += std::abs(t);
+        }
+        A.expect(i, NS > 0 ? r + s : r, 1e-6 * mag);  // nothing to sum: zero, bit for bit
+    }
+    for (Guarded* g : {&A, &Y, &Wts, &Shared, &Sw}) g->upload();
+    vulkan::Frame f(ctx);
+    f.begin();
+    dev->ops->moe_join(f, {u32(n), u32(D), u32(K), u32(NS)}, A.buffer(), Y.buffer(), Wts.buffer(), Shared.buffer(),
+                       Sw.buffer());
+    f.run();
+    const std::pair<const Guarded*, const char*> all[] = {
+        {&A, "a"}, {&Y, "y"}, {&Wts, "weights"}, {&Shared, "shared"}, {&Sw, "shared weights"}};
+    for (auto [g, name] : all) test_ops::check(*g, name);
+}
+
 // ---- copy ---------------------------------------------------------------------------
 
 // copy.comp over `count` uvec4s with `groups` workgroups, both buffers bound 256 bytes in
@@ -546,6 +821,54 @@ AttnShape random_attn(test_ops::Rand& r, std::string& name) {
         name += (s.mrows ? ",ring " + str(s.mrows) : std::string()) + "}";
     }
     return a;
+}
+
+KvShape random_kv(test_ops::Rand& r, std::string& name) {
+    static const std::int64_t dims[] = {8, 16, 32, 64, 100, 128, 256};
+    KvShape k{};
+    k.first = r.between(0, 3);
+    k.rows = r.between(1, 40);
+    k.pos0 = r.between(0, 400);
+    k.KV = std::int64_t{1} << r.between(0, 3);
+    k.hd = dims[r.between(0, 6)];
+    k.mrows = r.between(0, 1) ? r.between(1, 48) : k.pos0 + k.rows + r.between(0, 10);  // a sliding ring, or all
+    name = "random first=" + str(k.first) + " rows=" + str(k.rows) + " pos0=" + str(k.pos0) + " KV=" + str(k.KV) +
+           " hd=" + str(k.hd) + " mrows=" + str(k.mrows);
+    return k;
+}
+
+RouteShape random_route(test_ops::Rand& r, std::string& name) {
+    RouteShape s{};
+    s.E = r.between(1, 160);
+    s.K = r.between(1, std::min<std::int64_t>(16, s.E));
+    s.NS = r.between(0, 2);
+    s.R = r.between(1, 70);
+    s.ties = static_cast<int>(r.between(0, 1));
+    s.offsets = r.between(0, 1) == 1;
+    name = "random E=" + str(s.E) + " K=" + str(s.K) + " NS=" + str(s.NS) + " R=" + str(s.R) +
+           (s.ties ? " ties" : "") + (s.offsets ? " offsets" : "");
+    return s;
+}
+
+MoeShape random_moe(test_ops::Rand& r, std::string& name) {
+    MoeShape m{};
+    m.bf16 = r.between(0, 1) == 1;
+    m.O = r.between(1, 200);
+    m.I = r.between(1, 600);
+    if (r.between(0, 1)) m.I = (m.I + 7) / 8 * 8;  // half of them on the 16-byte path
+    m.E = r.between(1, 40);
+    m.K = r.between(1, std::min<std::int64_t>(8, m.E));
+    m.R = r.between(1, 6);
+    m.down = r.between(0, 1) == 1;
+    m.slots = r.between(1, m.E);
+    m.per_chunk = r.between(1, m.slots);
+    const std::int64_t chunks = (m.slots + m.per_chunk - 1) / m.per_chunk;
+    m.skip = chunks > 1 && r.between(0, 2) == 0 ? r.between(0, chunks - 1) : -1;
+    m.route_off = r.between(0, 1) == 1;
+    name = std::string("random ") + (m.bf16 ? "bf16" : "f32") + (m.down ? " down" : " gate") + " O=" + str(m.O) +
+           " I=" + str(m.I) + " R=" + str(m.R) + " K=" + str(m.K) + " E=" + str(m.E) + " slots=" + str(m.slots) +
+           " per_chunk=" + str(m.per_chunk) + " skip=" + str(m.skip) + (m.route_off ? " route_off" : "");
+    return m;
 }
 
 // One SUBCASE a shape, named by it: the table's, then `randoms` drawn by random(rnd, name)
@@ -703,6 +1026,70 @@ TEST_CASE("backend-ops relattn: attention against forward::attend (sliding, glob
         {"global hd 64, tau: 2 rows at 1500 (twelve tiles)", false, 4, 2, 64, 0, 16, 1024, 64, {{0, 2, 1500}}},
     };
     subcases(shapes, 16, 500, random_attn, attn_case);
+}
+
+TEST_CASE("backend-ops kvstore: a span's fresh K/V rows into the mirror ring, the overrun rows skipped") {
+    // name, first, rows, pos0, KV, hd, mrows
+    const std::vector<KvShape> shapes = {
+        {"decode: 1 row at 0, a ring of 16, hd 8", 0, 1, 0, 1, 8, 16},
+        {"decode at 40 in a ring of 16 (ring row 8), the span at batch row 2", 2, 1, 40, 2, 64, 16},
+        {"a prefill of 33 rows from 0 into a ring of 64, hd 128 (33 workgroups)", 0, 33, 0, 2, 128, 64},
+        {"20 rows at 5 overrun a ring of 8: the first 12 skipped", 1, 20, 5, 1, 16, 8},
+        {"8 rows at 3 fill a ring of 8 exactly, wrapping", 0, 8, 3, 4, 32, 8},
+        {"a ring of 1: only the last of 5 rows", 3, 5, 10, 2, 100, 1},
+        {"8 KV heads of 256: 3 rows at 1022 wrap a ring of 1024", 1, 3, 1022, 8, 256, 1024},
+        {"129 rows at 200 overrun a ring of 100, hd 48", 2, 129, 200, 1, 48, 100},
+    };
+    subcases(shapes, 10, 700, random_kv, kvstore_case);
+}
+
+TEST_CASE("backend-ops moe_route: the router's top-k against the host's select_experts and route weights") {
+    // name, E, K, NS, R, ties, offsets
+    const std::vector<RouteShape> shapes = {
+        {"E 1, K 1, no shared, 1 row", 1, 1, 0, 1},
+        {"E 7, K 4, 1 shared, 3 rows", 7, 4, 1, 3},
+        {"E 7, K 7: every expert chosen, 2 shared", 7, 7, 2, 3},
+        {"E 32, K 8, 2 shared, 65 rows (two workgroups)", 32, 8, 2, 65},
+        {"E 129, K 16, 1 shared, 3 rows", 129, 16, 1, 3},
+        {"E 16, K 16, no shared", 16, 16, 0, 1},
+        {"E 129, K 1, 2 shared, 65 rows, logits and ids bound 256 bytes in", 129, 1, 2, 65, 0, true},
+        {"ties: E 32, K 8, logits and biases from a few values, 65 rows", 32, 8, 1, 65, 1},
+        {"ties: E 129, K 16, a few values, bound 256 bytes in", 129, 16, 2, 3, 1, true},
+        {"ties: E 7, K 4, every expert alike: ids 0 to 3", 7, 4, 0, 3, 2},
+    };
+    subcases(shapes, 10, 800, random_route, route_case);
+}
+
+TEST_CASE("backend-ops moe_gemv: pairs through the slot table against cpu::matmul on their expert's matrix") {
+    // name, bf16, O, I, R, K, down, E, slots, per_chunk, skip, route_off
+    const std::vector<MoeShape> shapes = {
+        {"f32 1x1, one pair", false, 1, 1, 1, 1, false, 1, 1, 1},
+        {"f32 gate 37x96 (16-byte path), 3 rows of K 2, every expert in one chunk", false, 37, 96, 3, 2, false, 4, 4,
+         4},
+        {"f32 down 50x37 (tail path), x a row a pair", false, 50, 37, 2, 3, true, 6, 6, 6},
+        {"bf16 gate 33x96 (16-byte path), 2 of 5 experts on the host", true, 33, 96, 2, 2, false, 5, 3, 3},
+        {"bf16 down 45x250 (tail path)", true, 45, 250, 3, 2, true, 8, 8, 8},
+        {"bf16 7x9: slots starting at odd elements, two chunks", true, 7, 9, 2, 2, false, 4, 4, 2},
+        {"f32 three chunks of 3, the middle one not dispatched", false, 40, 64, 4, 4, false, 12, 9, 3, 1},
+        {"bf16 a short last chunk (5 slots by 3), 4 experts on the host", true, 20, 136, 3, 4, false, 9, 5, 3},
+        {"bf16 65 rows of K 8 over 32 experts, 16 slots in 4 chunks, ids 256 bytes in", true, 64, 128, 65, 8, false,
+         32, 16, 4, -1, true},
+        {"f32 down 129x1030 (many lane passes), the first chunk not dispatched", false, 129, 1030, 2, 2, true, 4, 4, 2,
+         0},
+    };
+    subcases(shapes, 12, 900, random_moe, moe_gemv_case);
+}
+
+TEST_CASE("backend-ops moe_join: routed pairs and shared experts joined in the host's order") {
+    std::uint32_t seed = 1000;
+    for (auto [rows, D, K, NS] : {std::tuple{1, 1, 0, 0}, std::tuple{3, 7, 1, 0}, std::tuple{2, 100, 0, 1},
+                                  std::tuple{5, 257, 4, 2}, std::tuple{1, 4100, 8, 1}, std::tuple{65, 33, 16, 2},
+                                  std::tuple{7, 300, 2, 0}, std::tuple{4, 1000, 1, 1}}) {
+        ++seed;
+        SUBCASE((str(rows) + " rows of " + str(D) + ", K " + str(K) + ", " + str(NS) + " shared").c_str()) {
+            join_case(rows, D, K, NS, seed);
+        }
+    }
 }
 
 TEST_CASE("backend-ops copy: copy.comp and Frame::copy move every byte and no other") {

@@ -41,11 +41,12 @@ namespace inkling::test_ops {
 // it gives a quiet NaN of other bits, so an op that updates it in place (a += b past n)
 // still shows. Loads, stores and copies keep its bits.
 constexpr std::uint32_t kSentinelBits = 0x7fa5a5a5u;
-inline float sentinel() {
+inline float from_bits(std::uint32_t bits) {
     float f;
-    std::memcpy(&f, &kSentinelBits, 4);
+    std::memcpy(&f, &bits, 4);
     return f;
 }
+inline float sentinel() { return from_bits(kSentinelBits); }
 inline bool same_bits(float a, float b) { return std::memcmp(&a, &b, 4) == 0; }
 
 struct Device {
@@ -94,14 +95,18 @@ struct Rand {
     }
 };
 
-// A device buffer of floats and the test's image of it (see the top of this file).
+// A device buffer of floats and the test's image of it (see the top of this file). One of
+// 32-bit words (expert ids, slot numbers) holds them as floats of those bits, compared bit
+// for bit, and its messages print them as words.
 class Guarded {
 public:
-    Guarded(vulkan::Context& ctx, std::size_t floats)
+    enum class Holds { Floats, Words };
+    Guarded(vulkan::Context& ctx, std::size_t floats, Holds holds = Holds::Floats)
         : buf_(ctx, floats * 4, vulkan::Buffer::Kind::Device),
           before_(floats, sentinel()),
           want_(floats, 0.0f),
-          tol_(floats, -1.0) {}
+          tol_(floats, -1.0),
+          words_(holds == Holds::Words) {}
 
     std::size_t size() const { return before_.size(); }
     const vulkan::Buffer& buffer() const { return buf_; }
@@ -117,6 +122,9 @@ public:
         want_.at(i) = want;
         tol_.at(i) = tol;
     }
+    // The same for a word: what element i holds before, and the word the op writes there.
+    void set_word(std::size_t i, std::uint32_t v) { set(i, from_bits(v)); }
+    void expect_word(std::size_t i, std::uint32_t want) { expect(i, from_bits(want), 0); }
     void upload() { buf_.write(before_.data(), before_.size() * 4); }
 
     struct Verdict {
@@ -150,12 +158,14 @@ public:
     }
 
 private:
-    // A value as the messages print it: NaNs with their bits (the sentinel is one).
-    static std::string show(float f) {
+    // A value as the messages print it: NaNs with their bits (the sentinel is one), words
+    // as words.
+    std::string show(float f) const {
         char s[32];
         std::uint32_t bits;
         std::memcpy(&bits, &f, 4);
-        if (std::isnan(f)) std::snprintf(s, sizeof s, "nan 0x%08x", bits);
+        if (words_) std::snprintf(s, sizeof s, "word %u (0x%08x)", bits, bits);
+        else if (std::isnan(f)) std::snprintf(s, sizeof s, "nan 0x%08x", bits);
         else std::snprintf(s, sizeof s, "%.9g", static_cast<double>(f));
         return s;
     }
@@ -163,6 +173,7 @@ private:
     vulkan::Buffer buf_;
     std::vector<float> before_, want_;
     std::vector<double> tol_;  // < 0: not written by the op
+    bool words_;
 };
 
 // Every element of `g` as it must be: written ones within tolerance, the rest untouched.
