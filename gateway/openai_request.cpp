@@ -124,6 +124,37 @@ tml::Role role_of(const std::string& role, const std::string& param) {
 
 }  // namespace
 
+nlohmann::json parse_body(std::string_view text, std::size_t max_depth, std::size_t max_values) {
+    // Brackets outside strings, and separators as a bound on the values (a value follows
+    // each '[', '{' and ','); the parser judges everything else afterwards.
+    std::size_t depth = 0, values = 1;
+    bool in_string = false, escaped = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (escaped) escaped = false;
+            else if (c == '\\') escaped = true;
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max_depth)
+                throw bad_request("the body nests JSON deeper than " + std::to_string(max_depth) +
+                                  " levels (at byte " + std::to_string(i) + ")");
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            --depth;
+        }
+        if (!in_string && (c == '[' || c == '{' || c == ',') && ++values > max_values)
+            throw bad_request("the body holds more than " + std::to_string(max_values) + " JSON values (at byte " +
+                              std::to_string(i) + ")");
+    }
+    try {
+        return nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+        throw bad_request(std::string("the body is not valid JSON: ") + e.what());
+    }
+}
+
 std::string decode_base64(const std::string& text, const std::string& param) {
     static const auto table = [] {
         std::array<int, 256> t{};
@@ -195,6 +226,7 @@ GenerationRequest parse_chat_request(const json& body, const GatewayLimits& limi
     if (!messages || !messages->is_array() || messages->empty())
         throw bad_request("'messages' must be a non-empty array", "messages");
     std::vector<tml::Message> chat;
+    double audio_seconds = 0;  // of the clips read so far
     for (std::size_t i = 0; i < messages->size(); ++i) {
         const json& m = (*messages)[i];
         const std::string p = "messages[" + std::to_string(i) + "]";
@@ -235,20 +267,30 @@ GenerationRequest parse_chat_request(const json& body, const GatewayLimits& limi
                         throw bad_request(pp + ".input_audio.data must be a base64 string", pp + ".input_audio.data");
                     if (const json* fmt = field(*ia, "format"); fmt && (!fmt->is_string() || fmt->get<std::string>() != "wav"))
                         throw bad_request(pp + ".input_audio.format must be \"wav\"", pp + ".input_audio.format");
-                    std::string wav = decode_base64(data->get<std::string>(), pp + ".input_audio.data");
+                    std::string wav = decode_base64(data->get_ref<const std::string&>(), pp + ".input_audio.data");
+                    const std::span bytes(reinterpret_cast<const std::uint8_t*>(wav.data()), wav.size());
                     protocol::audio::EncodedAudio enc;
                     try {
+                        // The duration from the header, before a sample is decoded: the
+                        // request's clips together may last max_audio_seconds.
+                        const auto head = protocol::audio::read_wav_header(bytes);
+                        const double seconds = static_cast<double>(head.frames) / head.format.sample_rate;
+                        const double left = static_cast<double>(limits.max_audio_seconds) - audio_seconds;
+                        if (seconds > left)
+                            throw bad_request(pp + ": the clip lasts " + protocol::format_fixed(seconds, 1) +
+                                                  " s; a request's audio may last " +
+                                                  std::to_string(limits.max_audio_seconds) + " s in all" +
+                                                  (audio_seconds > 0 ? " (" + protocol::format_fixed(left, 1) + " s left)" : ""),
+                                              pp + ".input_audio.data", "invalid_audio");
                         protocol::audio::EncodeOptions opt;
                         opt.dmel.rms_boost = limits.dmel_boost;
-                        enc = protocol::audio::encode_wav_to_dmel(
-                            std::span(reinterpret_cast<const std::uint8_t*>(wav.data()), wav.size()), opt);
+                        opt.max_seconds = left;  // bounds the resampler's output too
+                        enc = protocol::audio::encode_wav_to_dmel(bytes, opt);
+                        audio_seconds += static_cast<double>(enc.samples_16k) / protocol::audio::kTargetRate;
                     } catch (const protocol::audio::AudioError& e) {
                         throw bad_request(pp + ": " + e.what(), pp + ".input_audio.data", "invalid_audio");
                     }
                     if (enc.n_frames == 0) throw bad_request(pp + ": the clip is empty", pp + ".input_audio.data", "invalid_audio");
-                    if (enc.n_frames > limits.max_audio_seconds * 20)
-                        throw bad_request(pp + ": the clip is longer than " + std::to_string(limits.max_audio_seconds) + " s",
-                                          pp + ".input_audio.data", "invalid_audio");
                     r.audio.append(enc.frames.begin(), enc.frames.end());
                     msg.parts.push_back(tml::Part::audio(enc.n_frames));
                 } else {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -35,6 +36,19 @@ struct GenerationRequest {
     std::optional<int> slot_hint;     // explicit `cache_slot`
     std::string user;
 };
+
+// JSON nests at most this deep (arrays and objects): 32 MiB of '[' would otherwise cost
+// gigabytes of parser state and DOM.
+inline constexpr std::size_t kMaxJsonDepth = 64;
+// and holds at most this many values: each costs up to ~100 bytes of DOM, so 32 MiB of
+// "{}," (11 million objects) took 1 GiB; at this cap the DOM stays under ~30 MB.
+inline constexpr std::size_t kMaxJsonValues = 262144;
+
+// A request body → JSON. Throws ApiError 400 for a body nested deeper than `max_depth` or
+// holding more than `max_values` values (both counted by one scan before the parser runs),
+// or one that is not JSON.
+nlohmann::json parse_body(std::string_view text, std::size_t max_depth = kMaxJsonDepth,
+                          std::size_t max_values = kMaxJsonValues);
 
 GenerationRequest parse_chat_request(const nlohmann::json& body, const GatewayLimits& limits);
 GenerationRequest parse_completion_request(const nlohmann::json& body, const GatewayLimits& limits);

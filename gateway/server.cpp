@@ -381,12 +381,7 @@ awaitable<bool> Server::route(Connection& c, Request& req) {
         auto done = std::make_shared<Signal>(io_.get_executor());
         asio::post(workers_, [&, done] {
             try {
-                nlohmann::json body;
-                try {
-                    body = nlohmann::json::parse(req.body());
-                } catch (const nlohmann::json::exception& e) {
-                    throw bad_request(std::string("the body is not valid JSON: ") + e.what());
-                }
+                const nlohmann::json body = parse_body(req.body());
                 GenerationRequest g = chat ? parse_chat_request(body, o_.limits) : parse_completion_request(body, o_.limits);
                 if (g.prompt.find('\0') != std::string::npos)
                     throw bad_request("the prompt contains a NUL character", chat ? "messages" : "prompt");

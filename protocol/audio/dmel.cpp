@@ -1,5 +1,7 @@
 #include "protocol/audio/dmel.h"
 
+#include "protocol/fields.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -239,13 +241,26 @@ std::vector<std::uint8_t> dmel_encode(std::span<const float> x, const DmelOption
 
 EncodedAudio encode_wav_to_dmel(std::span<const std::uint8_t> bytes, const EncodeOptions& options) {
     EncodedAudio enc;
-    WavAudio wav = decode_wav(bytes);
+    WavHeader header = read_wav_header(bytes);
+    // The 16 kHz length follows from the header alone; refuse a long clip before decoding
+    // (a 2 MB file at 63 Hz is 8.8 hours, 2 GB once resampled).
+    const std::uint32_t rate = header.format.sample_rate;
+    const std::uint64_t samples_16k = rate == kTargetRate ? header.frames : resampled_length(header.frames, rate);
+    std::uint64_t max_16k = UINT64_MAX;
+    if (options.max_seconds > 0) {
+        max_16k = static_cast<std::uint64_t>(std::ceil(options.max_seconds * kTargetRate));
+        if (samples_16k > max_16k)
+            throw AudioError("the clip lasts " + format_fixed(static_cast<double>(header.frames) / rate, 1) + " s (" +
+                             std::to_string(header.frames) + " sample frames at " + std::to_string(rate) +
+                             " Hz), over the limit of " + format_fixed(options.max_seconds, 1) + " s");
+    }
+    WavAudio wav = decode_wav(bytes, std::move(header));
     enc.format = wav.format;
     enc.notes = std::move(wav.notes);
     if (wav.mono.empty()) throw AudioError("audio clip is empty (the WAV data chunk holds no sample frames)");
     if (wav.format.channels > 1)
         enc.notes.push_back("mixed " + std::to_string(wav.format.channels) + " channels down to mono");
-    std::vector<float> x = resample_to_16k(wav.mono, wav.format.sample_rate, options.quality, &enc.notes);
+    std::vector<float> x = resample_to_16k(wav.mono, wav.format.sample_rate, options.quality, &enc.notes, max_16k);
     wav.mono = {};
     enc.samples_16k = x.size();
     DmelStats stats;

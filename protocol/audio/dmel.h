@@ -82,6 +82,10 @@ std::span<const double> dmel_level_thresholds();
 struct EncodeOptions {
     DmelOptions dmel;
     ResampleQuality quality = ResampleQuality::SincBest;
+    // The longest clip accepted, in seconds (0: no limit). Checked from the WAV header
+    // (frames / rate) before any sample is decoded or resampled, so a clip over it costs
+    // only the header; the resampler's output is bounded by it too.
+    double max_seconds = 0;
 };
 
 struct EncodedAudio {
@@ -94,7 +98,8 @@ struct EncodedAudio {
     std::vector<std::string> notes;    // WAV irregularities, resampling, boost
 };
 
-// decode_wav → resample_to_16k → dmel_encode. Throws AudioError (an empty clip included).
+// read_wav_header → the duration check → decode_wav → resample_to_16k → dmel_encode.
+// Throws AudioError (an empty clip and one over max_seconds included).
 EncodedAudio encode_wav_to_dmel(std::span<const std::uint8_t> wav, const EncodeOptions& options = {});
 
 }  // namespace inkling::protocol::audio

@@ -45,14 +45,18 @@ std::uint64_t resampled_length(std::uint64_t n, std::uint32_t rate) {
 }
 
 std::vector<float> resample_to_16k(std::span<const float> mono, std::uint32_t rate, ResampleQuality quality,
-                                   std::vector<std::string>* notes) {
-    if (rate == kTargetRate) return {mono.begin(), mono.end()};
-    if (rate < kMinInputRate || rate > kMaxInputRate)
+                                   std::vector<std::string>* notes, std::uint64_t max_output) {
+    if (rate != kTargetRate && (rate < kMinInputRate || rate > kMaxInputRate))
         throw AudioError("sample rate " + std::to_string(rate) + " Hz cannot be resampled to 16000 Hz (" +
                          "libsamplerate takes " + std::to_string(kMinInputRate) + ".." +
                          std::to_string(kMaxInputRate) + " Hz)");
+    const std::uint64_t target = rate == kTargetRate ? mono.size() : resampled_length(mono.size(), rate);
+    if (target > max_output)
+        throw AudioError("resampling " + std::to_string(mono.size()) + " samples at " + std::to_string(rate) +
+                         " Hz gives " + std::to_string(target) + " samples at 16000 Hz, over the limit of " +
+                         std::to_string(max_output));
+    if (rate == kTargetRate) return {mono.begin(), mono.end()};
     if (mono.empty()) return {};
-    const std::uint64_t target = resampled_length(mono.size(), rate);
     if (mono.size() > static_cast<std::uint64_t>(LONG_MAX) || target + kOutputMargin > static_cast<std::uint64_t>(LONG_MAX))
         throw AudioError("audio of " + std::to_string(mono.size()) + " samples is too long to resample");
 

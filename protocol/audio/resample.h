@@ -39,10 +39,13 @@ std::optional<ResampleQuality> resample_quality_from_string(std::string_view nam
 std::uint64_t resampled_length(std::uint64_t n, std::uint32_t rate);
 
 // Throws AudioError for a rate outside [kMinInputRate, kMaxInputRate] (unless it is
-// 16000) and for libsamplerate failures. If `notes` is given, a line describing the
-// conversion is appended (converter, rate, samples generated, padding or trimming).
+// 16000), for an output longer than `max_output` samples (checked before anything is
+// allocated: at 63 Hz each input sample becomes 254) and for libsamplerate failures. If
+// `notes` is given, a line describing the conversion is appended (converter, rate, samples
+// generated, padding or trimming).
 std::vector<float> resample_to_16k(std::span<const float> mono, std::uint32_t rate,
                                    ResampleQuality quality = ResampleQuality::SincBest,
-                                   std::vector<std::string>* notes = nullptr);
+                                   std::vector<std::string>* notes = nullptr,
+                                   std::uint64_t max_output = UINT64_MAX);
 
 }  // namespace inkling::protocol::audio

@@ -225,8 +225,8 @@ std::string_view to_string(SampleEncoding encoding) {
     return "?";
 }
 
-WavAudio decode_wav(std::span<const std::uint8_t> b) {
-    WavAudio out;
+WavHeader read_wav_header(std::span<const std::uint8_t> b) {
+    WavHeader out;
     if (b.size() < 12)
         fail("not a WAV file: " + std::to_string(b.size()) + " bytes is too short for a RIFF header");
     const auto id_is = [&](std::size_t at, const char* id) { return std::memcmp(b.data() + at, id, 4) == 0; };
@@ -293,17 +293,27 @@ WavAudio decode_wav(std::span<const std::uint8_t> b) {
     if (!data) fail("no 'data' chunk");
 
     out.format = parse_fmt(b, *fmt, out.notes);
-    const WavFormat& w = out.format;
-    const std::size_t align = w.block_align;
-    const std::size_t frames = data->size / align;
+    const std::size_t align = out.format.block_align;
+    out.frames = data->size / align;
+    out.data_offset = data->body;
     if (const std::size_t rest = data->size % align; rest != 0)
         out.notes.push_back("dropped a partial sample frame: " + std::to_string(rest) +
                             " byte(s) at the end of the data chunk");
+    return out;
+}
 
+WavAudio decode_wav(std::span<const std::uint8_t> b) { return decode_wav(b, read_wav_header(b)); }
+
+WavAudio decode_wav(std::span<const std::uint8_t> b, WavHeader header) {
+    WavAudio out;
+    out.format = header.format;
+    out.notes = std::move(header.notes);
+    const WavFormat& w = out.format;
+    const std::size_t frames = header.frames;
     const std::size_t width = w.bits_per_sample / 8u;
     const bool is_float = w.encoding == SampleEncoding::Float32 || w.encoding == SampleEncoding::Float64;
     out.mono.resize(frames);
-    const std::uint8_t* p = b.data() + data->body;
+    const std::uint8_t* p = b.data() + header.data_offset;
     for (std::size_t i = 0; i < frames; ++i) {
         float acc = 0.0f;
         for (std::size_t ch = 0; ch < w.channels; ++ch, p += width) {

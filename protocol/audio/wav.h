@@ -1,6 +1,8 @@
 // A strict RIFF/WAVE decoder. It turns WAV bytes into mono float32 at the file's own rate.
 //
-//   auto wav = audio::decode_wav(bytes);           // throws audio::AudioError
+//   auto head = audio::read_wav_header(bytes);     // throws audio::AudioError
+//   if (head.frames > limit * head.format.sample_rate) refuse();  // nothing decoded yet
+//   auto wav = audio::decode_wav(bytes, head);     // throws audio::AudioError
 //   wav.format.sample_rate, wav.mono (f32, mean over channels), wav.notes
 //
 // Supported: PCM 8 (unsigned), 16, 24 and 32 bit; IEEE float 32 and 64 bit; A-law and
@@ -59,7 +61,21 @@ struct WavAudio {
     std::vector<std::string> notes;  // tolerated irregularities, one sentence each
 };
 
-// Throws AudioError on anything the header comment lists as strict.
+// What the chunks say, before any sample is decoded: enough to know a clip's duration
+// (frames / format.sample_rate) and refuse it before paying for it.
+struct WavHeader {
+    WavFormat format;
+    std::size_t frames = 0;       // whole sample frames in the data chunk
+    std::size_t data_offset = 0;  // where the data chunk's body starts
+    std::vector<std::string> notes;
+};
+
+// Throws AudioError on anything the header comment lists as strict (but the samples).
+WavHeader read_wav_header(std::span<const std::uint8_t> bytes);
+
+// Throws AudioError on anything the header comment lists as strict. The second form takes
+// the header read_wav_header gave for the same bytes.
 WavAudio decode_wav(std::span<const std::uint8_t> bytes);
+WavAudio decode_wav(std::span<const std::uint8_t> bytes, WavHeader header);
 
 }  // namespace inkling::protocol::audio

@@ -607,6 +607,40 @@ TEST_CASE("resample: rates libsamplerate cannot take are errors") {
     CHECK(!audio::resample_quality_from_string("great"));
 }
 
+TEST_CASE("resample: the output is bounded before anything is allocated") {
+    std::vector<float> x(100, 0.0f);
+    const auto n = audio::resampled_length(100, 63);  // 25 397: each 63 Hz sample becomes ~254
+    CHECK(audio::resample_to_16k(x, 63, audio::ResampleQuality::Linear, nullptr, n).size() == n);
+    CHECK_THROWS_WITH_AS(audio::resample_to_16k(x, 63, audio::ResampleQuality::Linear, nullptr, n - 1),
+                         doctest::Contains("gives 25397 samples at 16000 Hz, over the limit of 25396"), audio::AudioError);
+    CHECK_THROWS_AS(audio::resample_to_16k(x, 16000, audio::ResampleQuality::Linear, nullptr, 99), audio::AudioError);
+}
+
+TEST_CASE("audio bomb: a clip over max_seconds is refused from its header, before a sample is decoded") {
+    // 40 000 float32 frames at 63 Hz: 635 s, 10 million samples once resampled. Frame 1 is
+    // a NaN, which decoding would report: the duration error proves nothing was decoded.
+    Bytes d;
+    for (int i = 0; i < 40000; ++i) put_f32(d, i == 1 ? std::numeric_limits<float>::quiet_NaN() : 0.0f);
+    const Bytes bomb = wav({.tag = 3, .rate = 63, .bits = 32}, d);
+    const auto head = audio::read_wav_header(bomb);
+    CHECK(head.frames == 40000u);
+    CHECK(head.format.sample_rate == 63u);
+    audio::EncodeOptions o;
+    o.max_seconds = 600;
+    CHECK_THROWS_WITH_AS(audio::encode_wav_to_dmel(bomb, o),
+                         "the clip lasts 634.9 s (40000 sample frames at 63 Hz), over the limit of 600.0 s",
+                         audio::AudioError);
+    o.max_seconds = 0;  // no limit: decoding reaches the NaN
+    CHECK_THROWS_WITH_AS(audio::encode_wav_to_dmel(bomb, o), doctest::Contains("sample frame 1"), audio::AudioError);
+    // At the limit exactly: accepted (1 s at 8 kHz under max_seconds = 1).
+    Bytes one;
+    for (int i = 0; i < 8000; ++i) put16(one, 0);
+    o.max_seconds = 1;
+    CHECK(audio::encode_wav_to_dmel(wav({.rate = 8000}, one), o).samples_16k == 16000u);
+    o.max_seconds = 0.999;
+    CHECK_THROWS_AS(audio::encode_wav_to_dmel(wav({.rate = 8000}, one), o), audio::AudioError);
+}
+
 // ======================================================================================
 // DMel
 // ======================================================================================

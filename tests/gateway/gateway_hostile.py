@@ -6,9 +6,12 @@ serves most checks.
 
 Prints PASS/FAIL lines; exit status 1 if any check failed. Standard library only.
 """
+import base64
 import json
 import os
+import struct
 import sys
+import time
 
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -68,10 +71,82 @@ def cross_site(g):
     report("GET does not act and is answered (the browser withholds it: no Allow-Origin)", st == 200, st)
 
 
+def wav_u8(rate, frames):
+    """A mono 8-bit PCM WAV of silence: `frames` bytes of data at `rate` Hz."""
+    data = b"\x80" * frames
+    fmt = struct.pack("<HHIIHH", 1, 1, rate, rate, 1, 8)
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(data)) + data
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def audio_chat(*clips):
+    parts = [{"type": "text", "text": "what is said?"}]
+    parts += [{"type": "input_audio", "input_audio": {"data": base64.b64encode(c).decode(), "format": "wav"}}
+              for c in clips]
+    return json.dumps({"model": "demo-model", "max_tokens": 1, "messages": [{"role": "user", "content": parts}]})
+
+
+def peak_rss_mb(pid):
+    """The process's peak resident set (VmHWM) in MiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0
+
+
+def audio_bombs(g):
+    """Item 2: a clip's duration is checked from its header, before decoding or resampling."""
+    before = peak_rss_mb(g.proc.pid)
+    t0 = time.monotonic()
+    # The issue's bomb: 2 MB at 63 Hz is 8.8 hours, 2 GB of floats once resampled to 16 kHz.
+    st, body, _ = g.request("POST", "/v1/chat/completions", audio_chat(wav_u8(63, 2_000_000)))
+    elapsed = time.monotonic() - t0
+    grew = peak_rss_mb(g.proc.pid) - before
+    e = error_of(body)
+    report("a 2 MB WAV at 63 Hz (8.8 h) is 400 invalid_audio naming its length and the limit",
+           st == 400 and e and e["code"] == "invalid_audio" and "31746.0 s" in e["message"]
+           and "600 s" in e["message"], (st, body[:300]))
+    report(f"... and costs the gateway no resampling: peak RSS grew {grew:.0f} MiB (< 64), {elapsed:.1f} s",
+           grew < 64, (before, grew))
+    # The limit is per request: two clips of 400 s are 800 s. The first (16 kHz, nothing to
+    # resample) is read; the second is refused from its header.
+    st, body, _ = g.request("POST", "/v1/chat/completions", audio_chat(wav_u8(16000, 6_400_000), wav_u8(63, 25_200)))
+    e = error_of(body)
+    report("a request's clips share the 600 s limit (the second of two 400 s clips is refused)",
+           st == 400 and e and "content[2]" in e["message"] and "200.0 s left" in e["message"], (st, body[:300]))
+
+
+def costly_json(g):
+    """Item 13: JSON nesting and value count are bounded before the parser runs."""
+    before = peak_rss_mb(g.proc.pid)
+    st, body, _ = g.request("POST", "/v1/chat/completions", "[" * ((32 << 20) - 16))
+    e = error_of(body)
+    grew = peak_rss_mb(g.proc.pid) - before
+    report("32 MiB of '[' is 400 'deeper than 64 levels'", st == 400 and e and "deeper than 64 levels" in e["message"],
+           (st, body[:200]))
+    before = peak_rss_mb(g.proc.pid)
+    st, body, _ = g.request("POST", "/v1/chat/completions", "[" + ",".join(["{}"] * 10_000_000) + "]")
+    e = error_of(body)
+    grew2 = peak_rss_mb(g.proc.pid) - before
+    report("10 million empty objects are 400 'more than 262144 JSON values'",
+           st == 400 and e and "more than 262144 JSON values" in e["message"], (st, body[:200]))
+    report(f"... and neither builds a DOM: peak RSS grew {grew:.0f} and {grew2:.0f} MiB for 32 MiB bodies (< 48)",
+           grew < 48 and grew2 < 48, (grew, grew2))
+    st, body, _ = g.request("POST", "/v1/chat/completions", json.dumps(
+        {"model": "demo-model", "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}],
+         "user": "[" * 1000 + "{" * 1000}))
+    report("brackets inside strings are not nesting", st == 200, (st, body[:200]))
+
+
 def main():
     g = start()
     try:
+        # Peak RSS only grows: the cheap checks first, each bound well below what it guards
+        # against (gigabytes before the fixes).
         cross_site(g)
+        costly_json(g)
+        audio_bombs(g)
     finally:
         g.stop()
     g = start("--cors-origin", "https://app.example")
