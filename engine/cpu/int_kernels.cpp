@@ -224,101 +224,82 @@ INKLING_VNNI inline __m512 fold16(const __m512i* p, const Blocks& k, std::int64_
     return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(isum), acc);
 }
 
-// W weight rows against R activation rows: each pair of weight blocks is loaded (and, for
-// int4, expanded) once and meets every activation row; each pair of activation blocks is
-// loaded once per weight row; each element's sum is formed exactly as for W = R = 1.
-// `k[w·R + r]`: the blocks of weight row w with activation row r. R > 1 serves prefill
-// (fewer weight loads), W > 1 decode (several weight streams in flight).
-template <class K, int W, int R>
-INKLING_VNNI void dot_vnni_tile(const K* kern, const std::int8_t* const* x, const Blocks* k, float* out) {
+// One weight row against R activation rows: each pair of weight blocks is loaded (and, for
+// int4, expanded) once and meets every row; each row's sum is formed exactly as for R = 1.
+template <class K, int R>
+INKLING_VNNI void dot_vnni_rows(const K& kern, const std::int8_t* const* x, const Blocks* k, float* out) {
     const std::int64_t n = k[0].n;
-    __m512 acc[W][R];
-    __m512i p[W][R][8];
-    for (int w = 0; w < W; ++w)
-        for (int r = 0; r < R; ++r) acc[w][r] = _mm512_setzero_ps();
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    __m512i p[R][8];
     std::int64_t b = 0;
     for (; b + 16 <= n; b += 16) {
 #pragma GCC unroll 8
         for (int j = 0; j < 8; ++j) {
-            __m512i wv[W];
+            const __m512i wv = kern.pair(b + 2 * j);
 #pragma GCC unroll 4
-            for (int w = 0; w < W; ++w) wv[w] = kern[w].pair(b + 2 * j);
-#pragma GCC unroll 4
-            for (int r = 0; r < R; ++r) {
-                const __m512i xv = _mm512_loadu_si512(x[r] + (b + 2 * j) * kB);
-#pragma GCC unroll 4
-                for (int w = 0; w < W; ++w) p[w][r][j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[w], xv);
-            }
+            for (int r = 0; r < R; ++r)
+                p[r][j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv, _mm512_loadu_si512(x[r] + (b + 2 * j) * kB));
         }
 #pragma GCC unroll 4
-        for (int w = 0; w < W; ++w)
-#pragma GCC unroll 4
-            for (int r = 0; r < R; ++r) acc[w][r] = fold16<K::kShift>(p[w][r], k[w * R + r], b, acc[w][r]);
+        for (int r = 0; r < R; ++r) acc[r] = fold16<K::kShift>(p[r], k[r], b, acc[r]);
     }
     if (b < n) {
         const std::int64_t left = n - b;
         for (int j = 0; j < 8; ++j) {
             const std::int64_t at = b + 2 * j;
             if (2 * j >= left) {
-                for (int w = 0; w < W; ++w)
-                    for (int r = 0; r < R; ++r) p[w][r][j] = _mm512_setzero_si512();
+                for (int r = 0; r < R; ++r) p[r][j] = _mm512_setzero_si512();
                 continue;
             }
             const bool pair = 2 * j + 1 < left;
-            __m512i wv[W];
-            for (int w = 0; w < W; ++w) wv[w] = pair ? kern[w].pair(at) : kern[w].single(at);
+            const __m512i wv = pair ? kern.pair(at) : kern.single(at);
             for (int r = 0; r < R; ++r) {
                 const __m512i xv = pair ? _mm512_loadu_si512(x[r] + at * kB)
                                         : _mm512_maskz_loadu_epi8(0xffffffffull, x[r] + at * kB);
-                for (int w = 0; w < W; ++w) p[w][r][j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[w], xv);
+                p[r][j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv, xv);
             }
         }
         const __mmask16 m = static_cast<__mmask16>((1u << left) - 1);
-        for (int w = 0; w < W; ++w)
-            for (int r = 0; r < R; ++r) {
-                const Blocks& kk = k[w * R + r];
-                const __m512i xs = _mm512_slli_epi32(_mm512_maskz_loadu_epi32(m, kk.xsums + b), K::kShift);
-                const __m512i isum = _mm512_sub_epi32(reduce16_vnni(p[w][r]), xs);
-                const __m512 d = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, kk.sw + b), _mm512_maskz_loadu_ps(m, kk.sx + b));
-                acc[w][r] = _mm512_mask3_fmadd_ps(d, _mm512_cvtepi32_ps(isum), acc[w][r], m);
-            }
+        for (int r = 0; r < R; ++r) {
+            const __m512i xs = _mm512_slli_epi32(_mm512_maskz_loadu_epi32(m, k[r].xsums + b), K::kShift);
+            const __m512i isum = _mm512_sub_epi32(reduce16_vnni(p[r]), xs);
+            const __m512 d =
+                _mm512_mul_ps(_mm512_maskz_loadu_ps(m, k[r].sw + b), _mm512_maskz_loadu_ps(m, k[r].sx + b));
+            acc[r] = _mm512_mask3_fmadd_ps(d, _mm512_cvtepi32_ps(isum), acc[r], m);
+        }
     }
-    for (int w = 0; w < W; ++w)
-        for (int r = 0; r < R; ++r)
-            out[w * R + r] = finish8_avx2(
-                _mm256_add_ps(_mm512_castps512_ps256(acc[w][r]), _mm512_extractf32x8_ps(acc[w][r], 1)));
+    for (int r = 0; r < R; ++r)
+        out[r] = finish8_avx2(_mm256_add_ps(_mm512_castps512_ps256(acc[r]), _mm512_extractf32x8_ps(acc[r], 1)));
 }
 
-// `w[i]`: the W weight rows (bytes).
-template <class K, int W, int R>
-void tile_vnni(const std::uint8_t* const* w, const std::int8_t* const* x, const Blocks* k, float* out) {
-    K kern[W];
-    for (int i = 0; i < W; ++i) kern[i].w = reinterpret_cast<decltype(kern[i].w)>(w[i]);
-    dot_vnni_tile<K, W, R>(kern, x, k, out);
+template <int R>
+void rows_i8_vnni(const std::uint8_t* w, const std::int8_t* const* x, const Blocks* k, float* out) {
+    dot_vnni_rows<I8Vnni, R>(I8Vnni{reinterpret_cast<const std::int8_t*>(w)}, x, k, out);
+}
+template <int R>
+void rows_q4_vnni(const std::uint8_t* w, const std::int8_t* const* x, const Blocks* k, float* out) {
+    dot_vnni_rows<Q4Vnni, R>(Q4Vnni{w}, x, k, out);
 }
 
 float dot_i8_vnni(const std::int8_t* w, const std::int8_t* x, const Blocks& k) {
-    const auto* row = reinterpret_cast<const std::uint8_t*>(w);
     float out;
-    tile_vnni<I8Vnni, 1, 1>(&row, &x, &k, &out);
+    rows_i8_vnni<1>(reinterpret_cast<const std::uint8_t*>(w), &x, &k, &out);
     return out;
 }
 float dot_q4_vnni(const std::uint8_t* w, const std::int8_t* x, const Blocks& k) {
     float out;
-    tile_vnni<Q4Vnni, 1, 1>(&w, &x, &k, &out);
+    rows_q4_vnni<1>(w, &x, &k, &out);
     return out;
 }
 
-// Activation rows a weight row meets at once (prefill), and weight rows one activation row
-// meets at once (decode); measured in docs/performance.md.
+// Activation rows a weight row meets at once (the p[R][8] sums of R = 4 fill 32 zmm only
+// briefly). Two weight rows against one activation row (two streams in flight at decode)
+// measured no faster for int8 and 20–30 % slower for int4, so decode is R = 1.
 constexpr int kRowsPerLoad = 4;
-constexpr int kWeightRowsPerLoad = 2;
-using TileFn = void (*)(const std::uint8_t* const*, const std::int8_t* const*, const Blocks*, float*);
-// [r - 1]: one weight row × r activation rows; then kWeightRowsPerLoad weight rows × one.
-constexpr TileFn kI8Tiles[] = {tile_vnni<I8Vnni, 1, 1>, tile_vnni<I8Vnni, 1, 2>, tile_vnni<I8Vnni, 1, 3>,
-                               tile_vnni<I8Vnni, 1, 4>, tile_vnni<I8Vnni, kWeightRowsPerLoad, 1>};
-constexpr TileFn kQ4Tiles[] = {tile_vnni<Q4Vnni, 1, 1>, tile_vnni<Q4Vnni, 1, 2>, tile_vnni<Q4Vnni, 1, 3>,
-                               tile_vnni<Q4Vnni, 1, 4>, tile_vnni<Q4Vnni, kWeightRowsPerLoad, 1>};
+using RowsFn = void (*)(const std::uint8_t*, const std::int8_t* const*, const Blocks*, float*);
+constexpr RowsFn kI8Rows[] = {rows_i8_vnni<1>, rows_i8_vnni<2>, rows_i8_vnni<3>, rows_i8_vnni<4>};
+constexpr RowsFn kQ4Rows[] = {rows_q4_vnni<1>, rows_q4_vnni<2>, rows_q4_vnni<3>, rows_q4_vnni<4>};
 
 // Activation quantization, vectorized: the same values as quant::quantize_activations bit
 // for bit (s = max|x| / 127 in f32, q = round(x / s) by IEEE division, ties away from zero,
@@ -382,14 +363,14 @@ struct IntKernels {
     float (*dot_q4)(const std::uint8_t*, const std::int8_t*, const Blocks&);  // x in q4 order if q4_order
     void (*unpack_q4)(const std::uint8_t*, std::int64_t, std::int8_t*);
     bool q4_order;
-    // Tiles of several activation or weight rows (q4: x in q4 order), as kI8Tiles; or null.
-    const TileFn* rows_i8;
-    const TileFn* rows_q4;
+    // Several activation rows per weight load (q4: x in q4 order), 1..kRowsPerLoad; or null.
+    const RowsFn* rows_i8;
+    const RowsFn* rows_q4;
 };
 
 IntKernels int_kernels_for(Isa isa) {
     static const bool vnni = has_avx512_vnni();
-    if (isa == Isa::Avx512 && vnni) return {dot_i8_vnni, dot_q4_vnni, unpack_q4_avx2, true, kI8Tiles, kQ4Tiles};
+    if (isa == Isa::Avx512 && vnni) return {dot_i8_vnni, dot_q4_vnni, unpack_q4_avx2, true, kI8Rows, kQ4Rows};
     if (isa != Isa::Scalar) return {dot_i8_avx2, dot_q4_avx2, unpack_q4_avx2, true, nullptr, nullptr};
     return {dot_i8_scalar, dot_q4_scalar, unpack_q4_scalar, false, nullptr, nullptr};
 }
@@ -453,7 +434,7 @@ void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::in
                                  ") for activations of " + std::to_string(a.cols) + " columns");
     const IntKernels k = int_kernels_for(isa);
     const bool q4 = w.dtype == DType::Q4;
-    const TileFn* multi = q4 ? k.rows_q4 : k.rows_i8;
+    const RowsFn* multi = q4 ? k.rows_q4 : k.rows_i8;
     if (multi && q4 && x.q4.empty()) throw std::runtime_error("int_product_rows: int4 weights need the q4 order");
     const bool unpack = !multi && q4 && a.rows >= kUnpackFromRows;
     const std::int8_t* xq = q4 && !unpack && k.q4_order ? x.q4.data() : a.q.data();
@@ -484,28 +465,14 @@ void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::in
             for (std::int64_t s = 0; s < a.rows; s += kRowsPerLoad) {
                 const int r = static_cast<int>(std::min<std::int64_t>(kRowsPerLoad, a.rows - s));
                 const std::int8_t* xs[kRowsPerLoad];
-                Blocks blocks[kRowsPerLoad * kWeightRowsPerLoad];
-                float out[kRowsPerLoad * kWeightRowsPerLoad];
-                const std::uint8_t* rows[kWeightRowsPerLoad];
+                Blocks blocks[kRowsPerLoad];
+                float out[kRowsPerLoad];
                 for (int i = 0; i < r; ++i) xs[i] = xq + (s + i) * a.padded;
-                auto blocks_of = [&](std::int64_t o, int i) {
-                    return Blocks{a.sums.data() + (s + i) * a.blocks, sws[static_cast<std::size_t>(o - ob)],
-                                  a.scales.data() + (s + i) * a.blocks, a.blocks};
-                };
-                std::int64_t o = ob;
-                if (r == 1)  // one activation row: weight rows in pairs
-                    for (; o + kWeightRowsPerLoad <= oe; o += kWeightRowsPerLoad) {
-                        for (int j = 0; j < kWeightRowsPerLoad; ++j) {
-                            rows[j] = reinterpret_cast<const std::uint8_t*>(w.row(o + j));
-                            blocks[j] = blocks_of(o + j, 0);
-                        }
-                        multi[kRowsPerLoad](rows, xs, blocks, out);
-                        for (int j = 0; j < kWeightRowsPerLoad; ++j) y[(s * w.rows) + o + j] = out[j];
-                    }
-                for (; o < oe; ++o) {
-                    for (int i = 0; i < r; ++i) blocks[i] = blocks_of(o, i);
-                    rows[0] = reinterpret_cast<const std::uint8_t*>(w.row(o));
-                    multi[r - 1](rows, xs, blocks, out);
+                for (std::int64_t o = ob; o < oe; ++o) {
+                    for (int i = 0; i < r; ++i)
+                        blocks[i] = {a.sums.data() + (s + i) * a.blocks, sws[static_cast<std::size_t>(o - ob)],
+                                     a.scales.data() + (s + i) * a.blocks, a.blocks};
+                    multi[r - 1](reinterpret_cast<const std::uint8_t*>(w.row(o)), xs, blocks, out);
                     for (int i = 0; i < r; ++i) y[(s + i) * w.rows + o] = out[i];
                 }
             }
