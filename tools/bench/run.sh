@@ -40,9 +40,12 @@ for cap in 1 4 64; do
     "$build/inkling" bench --model "$disk-int8" --cap "$cap" --pin-experts 0 --usage-file off --prompt-tokens 32 \
         --decode-tokens 32 >"$out/disk-int8-cap$cap.json"
 done
-# The matmul kernels alone: int8, int4 and bf16 weights (256 MiB each) at one activation
-# row (GB/s against the bandwidth measured in the same run) and at 64 (GFLOP/s).
-"$build/inkling" bench --kernels >"$out/kernels.json"
+# The matmul kernels alone, at the shape of shared/specs/cpu-baselines.md ([14336 x 4096]):
+# bf16 (exact activations; bf16 activations through FMA and, where the CPU has it, through
+# vdpbf16ps), int8 and int4 weights at one activation row over 1 GiB of distinct matrices
+# (GB/s, and its ratio to the pinned AVX-512 read loop measured in the same run) and at 64
+# and 512 rows (GFLOP/s), ggml's figures from cpu-baselines.md printed beside them.
+"$build/inkling" bench --kernels --kernel-mb 1024 >"$out/kernels.json"
 # Gateway overhead against talking to the engine directly (demo model).
 "$root/tools/make-tiny/ensure_demo.sh" "$build"
 python3 "$root/tools/bench/gateway_bench.py" "$build" "$build/demo-model" 200 >"$out/gateway.json"
