@@ -131,7 +131,10 @@ struct Variant {
 }  // namespace
 
 nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes) {
-    const double bandwidth = measure_read_bandwidth(std::size_t{2} << 30, 5, pool);
+    // The yardstick is measured again right before and after each n = 1 figure, which is
+    // divided by their mean: this VM's bandwidth moves within seconds.
+    ReadBandwidth probe(std::size_t{2} << 30, pool.size());
+    const double bandwidth = probe.measure(5);
     const cpu::Numerics saved_numerics = cpu::active_numerics();
     const bool saved_dot = cpu::bf16_dot_product_active();
     nlohmann::json out;
@@ -145,8 +148,8 @@ nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes) {
     std::fprintf(stderr,
                  "[bench] kernels on %s (%s, %u threads); read bandwidth %.2f GB/s (pinned AVX-512 read loop, 2 GiB)\n"
                  "[bench] weights [%lld x %lld]; n=1 over >= %.0f MB of distinct weights (GB/s, and x the read "
-                 "bandwidth), n=64 and n=512 on one matrix (GFLOP/s)\n"
-                 "[bench] %-18s %16s %8s %9s  | ggml %s: n=1 x read loop, n=64, n=512\n",
+                 "bandwidth measured right before and after), n=64 and n=512 on one matrix (GFLOP/s)\n"
+                 "[bench] %-18s %25s %8s %9s  | ggml %s: n=1 x read loop, n=64, n=512\n",
                  out["cpu"].get<std::string>().c_str(), cpu::isa_name(cpu::active_isa()), pool.size(), bandwidth,
                  static_cast<long long>(kRows), static_cast<long long>(kCols), static_cast<double>(weight_bytes) / 1e6,
                  "weights", "n=1", "n=64", "n=512", "2026-12-01 (cpu-baselines.md)");
@@ -180,13 +183,15 @@ nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes) {
             for (const BenchMatrix& b : mats) cpu::matmul(x.data(), 1, b.m, y.data(), pool);
         };
         const double bytes = static_cast<double>(w.bytes()) * static_cast<double>(mats.size());
+        for (int r = 0; r < 3; ++r) pass();  // warming up (a first pass after the fill runs slow)
+        const double bw_before = probe.measure(3);
         std::vector<double> t1, all;
-        for (int r = 0; r < 8; ++r) {
-            const double t = seconds(pass);
-            all.push_back(bytes / t / 1e9);
-            if (r >= 3) t1.push_back(t);  // after three passes of warming up (the first run slower)
+        for (int r = 0; r < 5; ++r) {
+            t1.push_back(seconds(pass));
+            all.push_back(bytes / t1.back() / 1e9);
         }
-        const double gb_s = bytes / median(t1) / 1e9;
+        const double bw_after = probe.measure(3);
+        const double gb_s = bytes / median(t1) / 1e9, yardstick = (bw_before + bw_after) / 2;
         auto gflops = [&](std::int64_t n, int repeats) {
             cpu::matmul(x.data(), n, w, y.data(), pool);
             std::vector<double> t;
@@ -202,20 +207,22 @@ nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes) {
                                   {"n1_matrices", mats.size()},
                                   {"n1_gb_s", gb_s},
                                   {"n1_passes_gb_s", all},
-                                  {"n1_fraction_of_bandwidth", gb_s / bandwidth},
+                                  {"bandwidth_before_gb_s", bw_before},
+                                  {"bandwidth_after_gb_s", bw_after},
+                                  {"n1_fraction_of_bandwidth", gb_s / yardstick},
                                   {"n64_gflop_s", g64},
                                   {"n512_gflop_s", g512},
                                   {"ggml_n1_fraction_of_read_loop", g.n1_ratio},
                                   {"ggml_n64_gflop_s", g.n64},
                                   {"ggml_n512_gflop_s", g.n512}});
-        std::fprintf(stderr, "[bench] %-18s %6.2f GB/s (%.2f) %8.1f %9.1f  | %s, %s, %s\n", v.name, gb_s,
-                     gb_s / bandwidth, g64, g512, *g.n1_ratio ? g.n1_ratio : "-", *g.n64 ? g.n64 : "-",
+        std::fprintf(stderr, "[bench] %-18s %6.2f GB/s (%.2f of %5.2f) %8.1f %9.1f  | %s, %s, %s\n", v.name, gb_s,
+                     gb_s / yardstick, yardstick, g64, g512, *g.n1_ratio ? g.n1_ratio : "-", *g.n64 ? g.n64 : "-",
                      *g.n512 ? g.n512 : "-");
     }
     cpu::set_numerics(saved_numerics);
     cpu::set_bf16_dot_product(saved_dot);
     // The yardstick again, after the kernels: how much the machine moved during the run.
-    const double after = measure_read_bandwidth(std::size_t{2} << 30, 5, pool);
+    const double after = probe.measure(5);
     out["memory_bandwidth_after_gb_s"] = after;
     std::fprintf(stderr, "[bench] read bandwidth after the kernels: %.2f GB/s\n", after);
     return out;

@@ -70,55 +70,76 @@ std::vector<int> allowed_cpus() {
 
 }  // namespace
 
-double measure_read_bandwidth(std::size_t bytes, int repeats, cpu::ThreadPool& pool) {
-    const unsigned threads = pool.size();
-    const std::size_t n = bytes / sizeof(std::uint64_t) / (64 * threads) * (64 * threads);
-    std::unique_ptr<std::uint64_t[], decltype(&std::free)> buf(
-        static_cast<std::uint64_t*>(std::aligned_alloc(2u << 20, (n * sizeof(std::uint64_t) + (2u << 20) - 1) /
-                                                                      (2u << 20) * (2u << 20))),
-        &std::free);
-    // Huge pages where the kernel offers them (THP in madvise mode): 4 KiB pages would
-    // measure TLB misses as much as memory.
-    madvise(buf.get(), n * sizeof(std::uint64_t), MADV_HUGEPAGE);
-    const bool avx512 = __builtin_cpu_supports("avx512f"), avx2 = __builtin_cpu_supports("avx2");
-    const std::vector<int> cpus = allowed_cpus();
-    const std::size_t slice = n / threads;
-    // Readers of their own pinned threads (not the pool's, which float): each first touches
-    // and then reads its slice, all starting together each round.
-    std::barrier sync(static_cast<std::ptrdiff_t>(threads) + 1);
+struct ReadBandwidth::State {
+    std::unique_ptr<std::uint64_t[], decltype(&std::free)> buf{nullptr, &std::free};
+    std::size_t slice = 0;
+    unsigned threads = 0;
+    int repeats = 0;
+    bool stop = false;
+    std::barrier<> sync;
     std::atomic<std::uint64_t> sink{0};
     std::vector<std::thread> readers;
+    explicit State(unsigned t) : threads(t), sync(static_cast<std::ptrdiff_t>(t) + 1) {}
+};
+
+ReadBandwidth::ReadBandwidth(std::size_t bytes, unsigned threads) : s_(std::make_unique<State>(threads)) {
+    State& st = *s_;
+    const std::size_t n = bytes / sizeof(std::uint64_t) / (64 * threads) * (64 * threads);
+    const std::size_t huge = 2u << 20, alloc = (n * sizeof(std::uint64_t) + huge - 1) / huge * huge;
+    st.buf.reset(static_cast<std::uint64_t*>(std::aligned_alloc(huge, alloc)));
+    // Huge pages where the kernel offers them (THP in madvise mode): 4 KiB pages would
+    // measure TLB misses as much as memory.
+    madvise(st.buf.get(), alloc, MADV_HUGEPAGE);
+    st.slice = n / threads;
+    const bool avx512 = __builtin_cpu_supports("avx512f"), avx2 = __builtin_cpu_supports("avx2");
+    const std::vector<int> cpus = allowed_cpus();
+    // Readers of their own pinned threads (not a pool's, which float): each first touches
+    // and then reads its slice, all starting together each round.
     for (unsigned t = 0; t < threads; ++t)
-        readers.emplace_back([&, t] {
+        st.readers.emplace_back([&st, t, avx512, avx2, cpus] {
             if (!cpus.empty()) {
                 cpu_set_t one;
                 CPU_ZERO(&one);
                 CPU_SET(cpus[t % cpus.size()], &one);
                 pthread_setaffinity_np(pthread_self(), sizeof one, &one);
             }
-            std::uint64_t* p = buf.get() + t * slice;
-            for (std::size_t i = 0; i < slice; ++i) p[i] = i;
-            sync.arrive_and_wait();
-            for (int r = 0; r < repeats; ++r) {
-                sync.arrive_and_wait();  // start
-                const std::uint64_t s = avx512 ? sum_avx512(p, slice) : avx2 ? sum_avx2(p, slice) : sum_scalar(p, slice);
-                sink.fetch_add(s, std::memory_order_relaxed);
-                sync.arrive_and_wait();  // done
+            std::uint64_t* p = st.buf.get() + t * st.slice;
+            for (std::size_t i = 0; i < st.slice; ++i) p[i] = i;
+            st.sync.arrive_and_wait();
+            while (true) {
+                st.sync.arrive_and_wait();  // start (or stop)
+                if (st.stop) return;
+                const std::uint64_t s = avx512 ? sum_avx512(p, st.slice) : avx2 ? sum_avx2(p, st.slice) : sum_scalar(p, st.slice);
+                st.sink.fetch_add(s, std::memory_order_relaxed);
+                st.sync.arrive_and_wait();  // done
             }
         });
-    sync.arrive_and_wait();  // touched
+    st.sync.arrive_and_wait();  // touched
+}
+
+ReadBandwidth::~ReadBandwidth() {
+    s_->stop = true;
+    s_->sync.arrive_and_wait();
+    for (auto& t : s_->readers) t.join();
+}
+
+double ReadBandwidth::measure(int repeats) {
+    State& st = *s_;
     std::vector<double> rates;
     for (int r = 0; r < repeats; ++r) {
-        sync.arrive_and_wait();
+        st.sync.arrive_and_wait();
         const auto t0 = std::chrono::steady_clock::now();
-        sync.arrive_and_wait();
+        st.sync.arrive_and_wait();
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        rates.push_back(static_cast<double>(slice * threads * sizeof(std::uint64_t)) / s / 1e9);
+        rates.push_back(static_cast<double>(st.slice * st.threads * sizeof(std::uint64_t)) / s / 1e9);
     }
-    for (auto& t : readers) t.join();
-    if (sink.load() == 1) rates.push_back(0);  // keeps the sums observable
+    if (st.sink.load() == 1) rates.push_back(0);  // keeps the sums observable
     std::sort(rates.begin(), rates.end());
     return rates[rates.size() / 2];
+}
+
+double measure_read_bandwidth(std::size_t bytes, int repeats, cpu::ThreadPool& pool) {
+    return ReadBandwidth(bytes, pool.size()).measure(repeats);
 }
 
 }  // namespace inkling::bench

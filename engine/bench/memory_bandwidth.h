@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 
 #include "engine/cpu/thread_pool.h"
 
@@ -14,5 +15,23 @@ namespace inkling::bench {
 // `repeats` times; returns the median GB/s (1e9 bytes per second). This is the tuned read
 // loop the decode kernels are held to (shared/specs/cpu-baselines.md).
 double measure_read_bandwidth(std::size_t bytes, int repeats, cpu::ThreadPool& pool);
+
+// The same read loop kept ready — buffer touched, `threads` pinned readers waiting — so a
+// benchmark can measure it right before and after each figure it divides by it:
+//
+//   ReadBandwidth probe(std::size_t{2} << 30, pool.size());
+//   const double before = probe.measure(3);  … the kernel …  const double after = probe.measure(3);
+class ReadBandwidth {
+public:
+    ReadBandwidth(std::size_t bytes, unsigned threads);
+    ~ReadBandwidth();
+    ReadBandwidth(const ReadBandwidth&) = delete;
+    ReadBandwidth& operator=(const ReadBandwidth&) = delete;
+    double measure(int repeats);  // median GB/s of `repeats` passes over the buffer
+
+private:
+    struct State;
+    std::unique_ptr<State> s_;
+};
 
 }  // namespace inkling::bench
