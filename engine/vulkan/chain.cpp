@@ -505,14 +505,18 @@ void Chain::attention(int i) {
 
 void Chain::run_a1() { run_frame(*f1_); }
 
-void Chain::run_frame(Frame& f) {
+void Chain::submit_frame(Frame& f) {
     stats_.dispatches += f.dispatches();
     stats_.barriers += f.barriers();
     f.submit();
+    ++stats_.frames;
+}
+
+void Chain::run_frame(Frame& f) {
+    submit_frame(f);
     const auto t_dev = Clock::now();
     f.wait();
     step_wait_s_ += since(t_dev);
-    ++stats_.frames;
     ++stats_.waits;
 }
 
@@ -611,10 +615,7 @@ void Chain::moe_tier(int i, const forward::Routing& routing, const float* h, for
     tier_->record_pairs(f, i, u32(P), u32(K), h_, {&route_e_, at, route_stride_}, pg_, pu_, py_);
     f.barrier();
     shared_experts(f, i);
-    stats_.dispatches += f.dispatches();
-    stats_.barriers += f.barriers();
-    f.submit();
-    ++stats_.frames;
+    submit_frame(f);
     // Meanwhile the host's misses, each pair's output into its row of y_host.
     host_pair_copies_.clear();
     std::uint64_t host_pairs = 0;
@@ -643,10 +644,7 @@ void Chain::moe(int i, const forward::Routing& routing, const float* h, forward:
         Frame& f = *f2_;
         f.begin();
         shared_experts(f, i);
-        stats_.dispatches += f.dispatches();
-        stats_.barriers += f.barriers();
-        f.submit();
-        ++stats_.frames;
+        submit_frame(f);
     }
     // The routed sum and the combine weights (A2 reads neither: the host writes them
     // while it runs); they join the residual at the start of the next frame.

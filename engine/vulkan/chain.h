@@ -148,6 +148,7 @@ private:
     // Runs frame A1 (run_frame: submits and waits, counting the wait).
     void run_a1();
     void run_frame(Frame& f);
+    void submit_frame(Frame& f);  // submits without waiting, counting its commands
     // A tier layer's MoE block: the device's hits in frame A2, the host's misses
     // meanwhile; both join at the start of the next frame (join_moe).
     void moe_tier(int layer, const forward::Routing& routing, const float* h, forward::HostExperts& host);

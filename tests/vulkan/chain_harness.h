@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "engine/model/weights.h"
 #include "engine/sampling/sampler.h"
 #include "engine/vulkan/chain.h"
+#include "engine/vulkan/frame.h"
 
 namespace chain_harness {
 
@@ -72,5 +74,27 @@ inline void check_same(const Trace& cpu, const Trace& dev, double bound = 1e-4) 
     CHECK(worst <= bound);
 }
 
+
+// Greedy runs of `prompt` (+ `decode` tokens, prefill in `chunk`s) on a chain made with
+// `o`, the device lost at each of `at` submits from the run's start: every run must give
+// the CPU's tokens (`want`), drop the chain and report the loss once.
+inline void lost_device_runs(const model::Model& model, cpu::ThreadPool& pool, const vulkan::ChainOptions& o,
+                             const std::vector<std::int32_t>& prompt, int decode, std::size_t chunk, const Trace& want,
+                             std::initializer_list<std::uint64_t> at) {
+    for (std::uint64_t k : at) {
+        CAPTURE(k);
+        forward::Forward dev_fw(model, pool);
+        auto chain = chain_or_skip(model, o);
+        if (!chain) return;
+        dev_fw.set_chain(std::move(chain));
+        vulkan::Frame::set_fault_at(vulkan::Frame::submits() + k);
+        const Trace got = greedy(dev_fw, model.config, prompt, decode, chunk);
+        vulkan::Frame::set_fault_at(0);
+        check_same(want, got);
+        CHECK(dev_fw.chain() == nullptr);
+        CHECK(dev_fw.take_device_event().find("device lost") != std::string::npos);
+        CHECK(dev_fw.take_device_event().empty());
+    }
+}
 
 }  // namespace chain_harness

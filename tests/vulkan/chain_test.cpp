@@ -55,22 +55,9 @@ TEST_CASE("vulkan chain: a lost device mid-prefill or mid-decode finishes on the
     const Trace want = greedy(cpu_fw, model.config, prompt, 10, 6);
     // Frames: 5 layers, 3 of them MoE (A1 + A2 each) + the last frame ≈ 9 a step; the
     // prompt takes 3 steps. Losses at frames 1, 4, 13 (prefill) and 30, 60 (decode).
-    for (std::uint64_t k : {1, 4, 13, 30, 60}) {
-        CAPTURE(k);
-        forward::Forward dev_fw(model, pool);
-        vulkan::ChainOptions o;
-        o.expert_layers = 0;  // the frame count above: routed experts on the host
-        auto chain = chain_or_skip(model, o);
-        if (!chain) return;
-        dev_fw.set_chain(std::move(chain));
-        vulkan::Frame::set_fault_at(vulkan::Frame::submits() + k);
-        const Trace got = greedy(dev_fw, model.config, prompt, 10, 6);
-        vulkan::Frame::set_fault_at(0);
-        check_same(want, got);
-        CHECK(dev_fw.chain() == nullptr);
-        CHECK(dev_fw.take_device_event().find("device lost") != std::string::npos);
-        CHECK(dev_fw.take_device_event().empty());
-    }
+    vulkan::ChainOptions o;
+    o.expert_layers = 0;  // the frame count above: routed experts on the host
+    lost_device_runs(model, pool, o, prompt, 10, 6, want, {1, 4, 13, 30, 60});
 }
 
 TEST_CASE("vulkan chain: a partial chain (forced, and from a small budget) matches the CPU") {
