@@ -4,12 +4,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdio>
 
 #include <boost/process.hpp>
 #include <boost/process/extend.hpp>
 
 #include "gateway/metrics.h"
+#include "protocol/child_stdio.h"
+#include "protocol/fields.h"
 #include "protocol/frame_encode.h"
 #include "protocol/frame_reader.h"
 
@@ -28,19 +31,27 @@ awaitable<std::optional<EngineEvent>> RequestStream::next(asio::steady_timer::ti
 
 struct EngineSupervisor::Child {
     Child(asio::io_context& io, const std::vector<std::string>& argv)
-        : in(io), out(io), wake_writer(io.get_executor()) {
+        : in(io), out(io), err(io), wake_writer(io.get_executor()), stderr_closed(io.get_executor()) {
         std::vector<std::string> args(argv.begin() + 1, argv.end());
         // The engine gets its own process group: a Ctrl-C at the gateway's terminal drains
         // through the gateway (which then closes the engine's stdin) instead of killing it.
-        process = bp::child(bp::exe = argv[0], bp::args = args, bp::std_in < in, bp::std_out > out,
-                            bp::extend::on_exec_setup = [](auto&) { ::setpgid(0, 0); });
+        // It inherits stdin, stdout and stderr only (Asio's sockets are not close-on-exec:
+        // the listening one kept the port bound after the gateway died).
+        process = bp::child(bp::exe = argv[0], bp::args = args, bp::std_in < in, bp::std_out > out, bp::std_err > err,
+                            bp::extend::on_exec_setup = [](auto&) {
+                                ::setpgid(0, 0);
+                                protocol::close_on_exec_beyond_stdio();
+                            });
     }
-    bp::async_pipe in, out;
+    bp::async_pipe in, out, err;
     bp::child process;
     std::deque<std::string> outbox;  // encoded frames waiting for the pipe
     Signal wake_writer;
+    Signal stderr_closed;  // stderr_done became true
+    bool stderr_done = false;
     bool dead = false;
     bool ready = false;
+    std::string last_stderr;  // this engine's last non-empty stderr line
 };
 
 EngineSupervisor::EngineSupervisor(asio::io_context& io, Options options, Metrics& metrics)
@@ -94,17 +105,32 @@ awaitable<void> EngineSupervisor::supervise() {
         std::fprintf(stderr, "[engine] started pid %ld: %s …\n", pid(), options_.argv[0].c_str());
         const auto started = Clock::now();
         asio::co_spawn(io_, write_loop(child), asio::detached);
-        co_await read_loop(child);
+        asio::co_spawn(io_, stderr_loop(child), asio::detached);
+        bool read_failed = false;
+        try {
+            co_await read_loop(child);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "[engine] reading the engine failed: %s: killing it\n", e.what());
+            read_failed = true;
+        }
+        if (read_failed) {
+            std::error_code kec;
+            child->process.terminate(kec);
+        }
 
         // The engine is gone: reap it and tell every request still waiting.
         child->dead = true;
         child->wake_writer.notify();
         std::error_code ec;
         child->process.wait(ec);
+        // Its last words: stderr up to EOF (bounded: a grandchild may hold the pipe open).
+        const auto words_deadline = Clock::now() + std::chrono::seconds(2);
+        while (!child->stderr_done && Clock::now() < words_deadline) co_await child->stderr_closed.wait(words_deadline);
         const int code = child->process.exit_code();
         const int native = child->process.native_exit_code();
         std::string why = WIFSIGNALED(native) ? "killed by signal " + std::to_string(WTERMSIG(native))
                                               : "exited with status " + std::to_string(code);
+        if (!child->last_stderr.empty()) why += " (its last stderr line: " + child->last_stderr + ")";
         const bool clean = !WIFSIGNALED(native) && code == 0;
         for (auto& [id, stream] : streams_) stream->push(EngineDied{stream->accepted, why});
         streams_.clear();
@@ -168,11 +194,28 @@ awaitable<void> EngineSupervisor::read_loop(std::shared_ptr<Child> child) {
                 set_state(State::Ready, "");
                 continue;
             }
-            on_frame(frame);
+            try {
+                on_frame(frame);
+            } catch (const std::exception& e) {
+                // Whatever the engine sent, the supervisor goes on (an exception here once
+                // ended supervise() silently, leaving a /health of 200 that nobody served).
+                std::fprintf(stderr, "[engine] protocol error handling a frame (ignored): %s\n", e.what());
+            }
         }
         if (broken) break;
     }
 }
+
+namespace {
+
+// A STATS/EVENT object's "kind", or "" when it has none of type string.
+std::string kind_of(const nlohmann::json& j) {
+    if (!j.is_object()) return {};
+    auto it = j.find("kind");
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+}  // namespace
 
 void EngineSupervisor::on_frame(const protocol::Frame& frame) {
     auto route = [&](const std::string& id, EngineEvent e, bool final) {
@@ -190,11 +233,17 @@ void EngineSupervisor::on_frame(const protocol::Frame& frame) {
         route(e->id, *e, true);
     } else if (const auto* s = std::get_if<protocol::Stats>(&frame)) {
         auto j = nlohmann::json::parse(s->json, nullptr, false);
-        if (j.is_object()) (j.value("kind", "") == "info" ? info_ : stats_) = std::move(j);
+        if (!j.is_object()) {
+            std::fprintf(stderr, "[engine] protocol error: a STATS payload is not a JSON object (ignored): %s\n",
+                         protocol::printable(s->json, 200).c_str());
+            return;
+        }
+        (kind_of(j) == "info" ? info_ : stats_) = std::move(j);
     } else if (const auto* ev = std::get_if<protocol::Event>(&frame)) {
         auto j = nlohmann::json::parse(ev->json, nullptr, false);
-        const std::string kind = j.is_object() ? j.value("kind", "") : "";
-        std::fprintf(stderr, "[engine] EVENT %s\n", ev->json.c_str());
+        const std::string kind = kind_of(j);
+        std::fprintf(stderr, "[engine] EVENT %s\n", protocol::printable(ev->json, 400).c_str());
+        if (kind.empty()) std::fprintf(stderr, "[engine] protocol error: an EVENT without a string \"kind\" (ignored)\n");
         if (kind == "device_lost" || kind == "restart_advised") {
             if (kind == "device_lost") {
                 ++device_losses_;
@@ -214,6 +263,49 @@ void EngineSupervisor::close_if_idle() {
         boost::system::error_code ec;
         child_->in.close(ec);
     }
+}
+
+// The engine's stderr, line by line: forwarded to the gateway's log as "[engine PID] …",
+// and the last kStderrTailLines lines (each cut to kStderrLineBytes) kept for /v1/stats;
+// the last non-empty one explains a death in /health. Memory stays bounded whatever the
+// engine writes.
+awaitable<void> EngineSupervisor::stderr_loop(std::shared_ptr<Child> child) {
+    const long pid = static_cast<long>(child->process.id());
+    std::array<char, 16384> buf;
+    std::string line;
+    bool cut = false;  // the current line is over kStderrLineBytes: the rest is dropped
+    auto end_line = [&] {
+        if (cut) line += " [...]";
+        std::fprintf(stderr, "[engine %ld] %s\n", pid, line.c_str());
+        if (line.find_first_not_of(" \t\r") != std::string::npos) {
+            child->last_stderr = line;
+            last_stderr_ = line;
+        }
+        stderr_tail_.push_back(std::move(line));
+        while (stderr_tail_.size() > kStderrTailLines) stderr_tail_.pop_front();
+        line.clear();
+        cut = false;
+    };
+    while (true) {
+        boost::system::error_code ec;
+        std::size_t n = co_await child->err.async_read_some(asio::buffer(buf), asio::redirect_error(use_awaitable, ec));
+        if (ec || n == 0) break;
+        for (std::size_t i = 0; i < n; ++i) {
+            const char ch = buf[i];
+            if (ch == '\n') {
+                end_line();
+            } else if (line.size() < kStderrLineBytes) {
+                // Printable text for logs and JSON: control bytes and invalid UTF-8 are
+                // replaced later by the JSON writer; NUL and ESC would confuse terminals.
+                line += (ch == '\0' || ch == '\x1b') ? '?' : ch;
+            } else {
+                cut = true;
+            }
+        }
+    }
+    if (!line.empty() || cut) end_line();
+    child->stderr_done = true;
+    child->stderr_closed.notify();
 }
 
 awaitable<void> EngineSupervisor::write_loop(std::shared_ptr<Child> child) {

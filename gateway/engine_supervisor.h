@@ -78,6 +78,11 @@ public:
     int restarts() const { return restarts_; }
     int device_losses() const { return device_losses_; }
     long pid() const;
+    // The last lines the engine (this one or the ones before) wrote to stderr, oldest
+    // first, and the last non-empty one ("" when none).
+    const std::deque<std::string>& stderr_tail() const { return stderr_tail_; }
+    const std::string& last_stderr() const { return last_stderr_; }
+    static constexpr std::size_t kStderrTailLines = 50, kStderrLineBytes = 1024;
     const nlohmann::json& info() const { return info_; }
     const nlohmann::json& stats() const { return stats_; }
     std::size_t in_flight() const { return streams_.size(); }
@@ -98,6 +103,7 @@ private:
     awaitable<void> supervise();
     awaitable<void> read_loop(std::shared_ptr<Child> child);
     awaitable<void> write_loop(std::shared_ptr<Child> child);
+    awaitable<void> stderr_loop(std::shared_ptr<Child> child);
     void send(const protocol::Frame& frame);
     void on_frame(const protocol::Frame& frame);
     void set_state(State s, std::string reason);
@@ -114,6 +120,8 @@ private:
     std::shared_ptr<Child> child_;
     std::map<std::string, std::shared_ptr<RequestStream>> streams_;
     nlohmann::json info_ = nlohmann::json::object(), stats_ = nlohmann::json::object();
+    std::deque<std::string> stderr_tail_;
+    std::string last_stderr_;
     Signal state_changed_;
 };
 

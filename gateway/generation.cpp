@@ -300,7 +300,7 @@ awaitable<void> Server::generate(Connection& c, const Request& req, GenerationRe
         if (g.stream) {
             // Already committed: an error event, then the end marker — never a silent cut.
             nlohmann::json err = ApiError(503, "server_error", "generation failed: " + broken, "", "engine_error").body();
-            const std::string event = "data: " + err.dump() + "\n\n";
+            const std::string event = "data: " + err.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n";
             co_await send(event);
             const std::string end = "data: [DONE]\n\n";
             co_await send(end);
@@ -325,7 +325,7 @@ awaitable<void> Server::generate(Connection& c, const Request& req, GenerationRe
         if (g.include_usage) {
             nlohmann::json j = {{"id", id}, {"object", object}, {"created", created}, {"model", o_.limits.model_id},
                                 {"choices", nlohmann::json::array()}, {"usage", usage}};
-            const std::string usage_chunk = "data: " + j.dump() + "\n\n";
+            const std::string usage_chunk = "data: " + j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n";
             co_await send(usage_chunk);
         }
         const std::string end = "data: [DONE]\n\n";

@@ -85,6 +85,16 @@ awaitable<void> Server::refuse(tcp::socket socket) {
 }
 
 awaitable<void> Server::serve(std::shared_ptr<Connection> c) {
+    // The caps' counts are given back however this coroutine ends (an exception included:
+    // eight leaked counts refused the address for good).
+    struct Counted {
+        Server& s;
+        const std::string& ip;
+        ~Counted() {
+            --s.connections_;
+            if (--s.per_ip_[ip] <= 0) s.per_ip_.erase(ip);
+        }
+    } counted{*this, c->ip};
     beast::flat_buffer buffer;
     while (true) {
         http::request_parser<http::string_body> parser;
@@ -126,8 +136,6 @@ awaitable<void> Server::serve(std::shared_ptr<Connection> c) {
     boost::system::error_code ec;
     c->stream.socket().shutdown(tcp::socket::shutdown_both, ec);
     c->stream.close();
-    --connections_;
-    if (--per_ip_[c->ip] <= 0) per_ip_.erase(c->ip);
 }
 
 awaitable<void> Server::write(Connection& c, Response& res) {
@@ -237,6 +245,8 @@ nlohmann::json Server::stats_json() const {
                              {"pid", engine_.pid()},
                              {"restarts", engine_.restarts()},
                              {"reason", engine_.reason()},
+                             {"last_stderr", engine_.last_stderr()},
+                             {"stderr_tail", engine_.stderr_tail()},
                              {"info", engine_.info()},
                              {"stats", engine_.stats()}};
     return {{"gateway",
@@ -330,14 +340,24 @@ awaitable<bool> Server::route(Connection& c, Request& req) {
             auto gauge = [&](const std::string& name, const std::string& help, double v) {
                 extra += "# HELP " + name + " " + help + "\n# TYPE " + name + " gauge\n" + name + " " + std::to_string(v) + "\n";
             };
+            // The engine's STATS as it sent them: a field of another type is left out.
+            auto number = [](const nlohmann::json& j, const char* outer, const char* inner) -> std::optional<double> {
+                if (!j.is_object() || !j.contains(outer)) return std::nullopt;
+                const nlohmann::json* v = &j[outer];
+                if (inner) {
+                    if (!v->is_object() || !v->contains(inner)) return std::nullopt;
+                    v = &(*v)[inner];
+                }
+                return v->is_number() ? std::optional<double>(v->get<double>()) : std::nullopt;
+            };
             gauge("inkling_engine_up", "1 while the engine is ready.", engine_.state() == EngineSupervisor::State::Ready);
-            if (st.contains("expert_cache")) gauge("inkling_expert_cache_hit_ratio", "Expert cache hit rate (0-1).",
-                                                   st["expert_cache"].value("hit_pct", 0.0) / 100.0);
-            if (st.contains("rss_gb")) gauge("inkling_engine_resident_bytes", "Engine resident set size.", st.value("rss_gb", 0.0) * 1e9);
-            if (st.contains("device") && st["device"].is_object()) {
-                gauge("inkling_device_memory_used_bytes", "Device memory in use.", st["device"].value("memory_used", 0.0));
-                gauge("inkling_device_memory_budget_bytes", "Device memory budget.", st["device"].value("memory_budget", 0.0));
-            }
+            if (auto v = number(st, "expert_cache", "hit_pct"))
+                gauge("inkling_expert_cache_hit_ratio", "Expert cache hit rate (0-1).", *v / 100.0);
+            if (auto v = number(st, "rss_gb", nullptr))
+                gauge("inkling_engine_resident_bytes", "Engine resident set size.", *v * 1e9);
+            if (auto v = number(st, "device", "memory_used")) gauge("inkling_device_memory_used_bytes", "Device memory in use.", *v);
+            if (auto v = number(st, "device", "memory_budget"))
+                gauge("inkling_device_memory_budget_bytes", "Device memory budget.", *v);
             Response res{http::status::ok, req.version()};
             res.set(http::field::content_type, "text/plain; version=0.0.4");
             res.keep_alive(req.keep_alive());
@@ -403,7 +423,14 @@ awaitable<bool> Server::route(Connection& c, Request& req) {
         co_return !c.disconnected && !c.close_after;
     } catch (const ApiError& e) {
         failure = e;  // (a coroutine cannot co_await inside a handler)
+    } catch (const std::exception& e) {
+        // A bug or an engine's odd telemetry, not the caller's fault: logged, a 500.
+        std::fprintf(stderr, "[gateway] internal error on %s %s: %s\n", std::string(req.method_string()).c_str(),
+                     path.c_str(), e.what());
+        failure = ApiError(500, "server_error", std::string("internal error: ") + e.what());
     }
+    // A stream already committed (SSE) cannot take a JSON error: end the connection.
+    if (c.close_after) co_return false;
     // Thrown before anything was written for this request.
     std::string endpoint = "other";
     if (path.starts_with("/v1/chat")) endpoint = "chat";

@@ -1,5 +1,7 @@
 #include "protocol/engine_process.h"
 
+#include "protocol/child_stdio.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -31,6 +33,7 @@ EngineProcess::EngineProcess(const std::vector<std::string>& argv, std::string s
         dup2(from_child[1], STDOUT_FILENO);
         int err = open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (err >= 0) dup2(err, STDERR_FILENO);
+        close_on_exec_beyond_stdio();
         std::vector<char*> args;
         for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
         args.push_back(nullptr);

@@ -109,6 +109,7 @@ run_suite vulkan-serve python3 "$root/tests/vulkan/serve_device_test.py" "$build
 run_suite convert-e2e "$root/tests/convert/convert_e2e.sh" "$build"
 run_suite gateway-e2e python3 "$root/tests/gateway/gateway_e2e.py" "$build"
 run_suite gateway-hostile python3 "$root/tests/gateway/gateway_hostile.py" "$build"
+run_suite gateway-supervisor python3 "$root/tests/gateway/supervisor_e2e.py" "$build"
 run_suite gateway-clients "$root/tests/gateway/run.sh" "$build"
 run_suite coli-e2e python3 "$root/tests/coli/coli_e2e.py" "$build"
 run_suite conformance-echo "$build/protocol-conformance" --scratch "$log_dir" -- "$build/echo-engine"

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""A scriptable stand-in for `inkling serve`, for gateway tests of what a real engine rarely
+does: malformed telemetry, stderr before dying, dying at a chosen moment. Started by the
+gateway as its engine (`--engine tests/gateway/fake_engine.py --engine-arg=--fake-…`); the
+gateway's own engine arguments (serve, --model …) are ignored.
+
+It speaks the wire (protocol/PROTOCOL.md): READY, an info STATS, then for each SUBMIT an
+ACCEPT, one DATA "ok" and a DONE; CANCEL → ERROR CANCELLED; STATS → a STATS frame.
+
+  --fake-bad-json         after READY: STATS and EVENT frames whose JSON fields have the
+                          wrong types ({"kind": 7}, "hit_pct": "x", …)
+  --fake-stderr TEXT      write TEXT (\\n-separated lines) to stderr after READY
+  --fake-stderr-flood N   first write N lines of 100 000 bytes each to stderr
+  --fake-exit-after-ready CODE
+                          exit with CODE right after READY (and --fake-stderr)
+  --fake-linger           at EOF on stdin, stay alive until killed (as an engine finishing
+                          a long request would)
+
+The info STATS carries "fds": the descriptors it inherited, each with what it points at.
+"""
+import json
+import os
+import signal
+import sys
+
+READY = b"\x01\x01READY\x01\x01\n"
+
+
+def arg(name, default=None):
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+
+
+out = sys.stdout.buffer
+inp = sys.stdin.buffer
+
+
+def send(data):
+    out.write(data)
+    out.flush()
+
+
+def payload_frame(kind, body):
+    data = body.encode() if isinstance(body, str) else body
+    send(f"{kind} {len(data)}\n".encode() + data + b"\n")
+
+
+def inherited_fds():
+    """{fd: target} for every open descriptor but the one listing them."""
+    fds = {}
+    with os.scandir("/proc/self/fd") as it:
+        for e in it:
+            try:
+                fds[int(e.name)] = os.readlink(e.path)
+            except OSError:
+                pass
+    return {fd: t for fd, t in fds.items() if not t.endswith("/fd")}
+
+
+def main():
+    fds = inherited_fds()
+    send(READY)
+    payload_frame("STATS", json.dumps({"kind": "info", "model": "fake", "slots": 4, "vocab": 100, "tokenizer": True,
+                                       "fds": {str(k): v for k, v in sorted(fds.items())}}))
+    if "--fake-bad-json" in sys.argv:
+        payload_frame("STATS", json.dumps({"kind": "stats", "rss_gb": "lots", "expert_cache": {"hit_pct": "x"},
+                                           "device": {"memory_used": [1], "memory_budget": None}}))
+        payload_frame("STATS", json.dumps({"kind": 7}))
+        payload_frame("EVENT", json.dumps({"kind": ["device_lost"]}))
+        payload_frame("EVENT", "[1, 2]")
+        payload_frame("STATS", "not json at all")
+    if arg("--fake-stderr-flood") is not None:
+        for _ in range(int(arg("--fake-stderr-flood"))):
+            sys.stderr.write("x" * 100_000 + "\n")
+    if arg("--fake-stderr") is not None:
+        sys.stderr.write(arg("--fake-stderr").replace("\\n", "\n") + "\n")
+        sys.stderr.flush()
+    if arg("--fake-exit-after-ready") is not None:
+        os._exit(int(arg("--fake-exit-after-ready")))
+    while True:
+        line = inp.readline()
+        if not line:
+            if "--fake-linger" in sys.argv:
+                signal.pause()
+            return 0
+        f = line.split()
+        if not f:
+            continue
+        if f[0] == b"SUBMIT":
+            rid, nbytes = f[1].decode(), int(f[3])
+            xbytes = int(f[7]) if len(f) > 7 and b"=" not in f[7] else 0
+            inp.read(nbytes + xbytes + 1)
+            send(f"ACCEPT {rid} 1 reused=0\n".encode())
+            send(f"DATA {rid} 2\nok\n".encode())
+            send(f"DONE {rid} STAT 1 1.000 100.0 0.001 1 0\n".encode())
+        elif f[0] == b"CANCEL":
+            send(f"ERROR {f[1].decode()} CANCELLED\n".encode())
+        elif f[0] == b"STATS":
+            payload_frame("STATS", json.dumps({"kind": "stats", "active": 0}))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

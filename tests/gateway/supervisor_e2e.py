@@ -1,0 +1,130 @@
+"""Black-box tests of the gateway's engine supervision against a scripted engine
+(tests/gateway/fake_engine.py): malformed telemetry, the engine's stderr, what the child
+inherits. Fast: no model is loaded.
+
+    python3 tests/gateway/supervisor_e2e.py BUILD
+
+Prints PASS/FAIL lines; exit status 1 if any check failed. Standard library only.
+"""
+import json
+import os
+import signal
+import socket
+import sys
+import time
+
+BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FAKE = os.path.join(ROOT, "tests", "gateway", "fake_engine.py")
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from lib import Checks, Gateway  # noqa: E402
+
+checks = Checks("supervisor e2e")
+report = checks.report
+CHAT = json.dumps({"model": "fake", "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]})
+
+
+def request(g, *args, **kw):
+    """g.request, with a timeout as a status ("timeout") instead of an exception."""
+    try:
+        return g.request(*args, **kw)
+    except OSError as e:
+        return "timeout", str(e).encode(), {}
+
+
+def start(*fake_args, wait=True, extra=()):
+    argv = [os.path.join(BUILD, "inkling-gateway"), "--model", ROOT, "--model-id", "fake", "--engine", FAKE]
+    argv += [f"--engine-arg={a}" for a in fake_args] + list(extra)
+    return Gateway(argv, wait=wait)
+
+
+def malformed_telemetry():
+    """Item 11: JSON fields of the wrong type are a logged protocol error; neither the
+    supervisor nor a connection's bookkeeping dies of them."""
+    g = start("--fake-bad-json")
+    try:
+        statuses = [request(g, "GET", "/metrics", timeout=10)[0] for _ in range(20)]
+        report("/metrics over an engine's wrongly typed STATS answers 200, twenty times (no leaked connection counts)",
+               statuses == [200] * 20, statuses)
+        st, body, _ = request(g, "GET", "/v1/stats", timeout=10)
+        report("/v1/stats answers 200", st == 200, (st, body[:200]))
+        st, body, _ = request(g, "POST", "/v1/chat/completions", CHAT, timeout=20)
+        report("the supervisor survives malformed STATS/EVENT JSON: requests are still served",
+               st == 200 and b'"content":"ok"' in body, (st, body[:200]))
+        log = g.log_tail(20000)
+        report("malformed engine JSON is logged as a protocol error", "protocol error" in log, log[-1500:])
+    finally:
+        g.stop()
+
+
+def inherited_descriptors():
+    """Item 10: the engine inherits stdin, stdout and stderr only, so a gateway killed while
+    its engine runs leaves no listening socket behind."""
+    g = start("--fake-linger")
+    engine_pid = 0
+    try:
+        s = socket.create_connection(("127.0.0.1", g.port))  # a client connection to leak, too
+        info = json.loads(g.request("GET", "/v1/stats", timeout=10)[1])["engine"]
+        engine_pid, fds = info["pid"], info["info"].get("fds", {})
+        report("the engine inherits only descriptors 0, 1 and 2", sorted(fds) == ["0", "1", "2"], fds)
+        g.proc.send_signal(signal.SIGKILL)
+        g.proc.wait(10)
+        s.close()
+        probe = socket.socket()
+        try:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(("127.0.0.1", g.port))
+            probe.listen()
+            bound = True
+        except OSError as e:
+            bound = e
+        finally:
+            probe.close()
+        report("after the gateway is killed, its port is free while the engine still runs",
+               bound is True and engine_pid and os.path.exists(f"/proc/{engine_pid}"), (bound, engine_pid))
+    finally:
+        if engine_pid:
+            try:
+                os.kill(engine_pid, signal.SIGKILL)
+            except OSError:
+                pass
+        g.stop()
+
+
+def last_words():
+    """Item 5: the engine's stderr is kept (bounded), forwarded with a prefix, and its last
+    line explains a death in /health and /v1/stats."""
+    last = "fatal: cannot map model-00001.safetensors: No such file or directory"
+    g = start("--fake-stderr-flood", "200", "--fake-stderr", "loading the model\\n" + last,
+              "--fake-exit-after-ready", "1", wait=False)
+    try:
+        seen, deadline = None, time.time() + 60
+        while time.time() < deadline:
+            st, body, _ = request(g, "GET", "/health", timeout=5)
+            if st == 503 and last.encode() in body:
+                seen = json.loads(body)
+                break
+            time.sleep(0.05)
+        report("/health's reason for a dead engine carries its last stderr line",
+               seen and "exited with status 1" in seen.get("reason", "") and last in seen["reason"], seen)
+        stats = json.loads(request(g, "GET", "/v1/stats", timeout=5)[1])["engine"]
+        tail = stats.get("stderr_tail", [])
+        report("/v1/stats has the last stderr line and a bounded tail (50 lines of at most 1 KiB)",
+               stats.get("last_stderr") == last and 0 < len(tail) <= 50 and max(map(len, tail)) <= 1024 + 6,
+               (stats.get("last_stderr"), len(tail), max(map(len, tail)) if tail else 0))
+        log = g.log_tail(200000)
+        report("the engine's stderr is forwarded to the gateway's log with a prefix",
+               f"] {last}" in log and "[engine " in log and "x" * 2000 not in log, log[-600:])
+    finally:
+        g.stop()
+
+
+def main():
+    malformed_telemetry()
+    last_words()
+    inherited_descriptors()
+    return checks.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
