@@ -22,6 +22,7 @@
 #include "protocol/binary_stdio.h"
 #include "protocol/cli/cxxopts_bind.h"
 #include "protocol/cli/env.h"
+#include "protocol/limits.h"
 
 using namespace inkling::gateway;
 namespace fs = std::filesystem;
@@ -68,6 +69,9 @@ int main(int argc, char** argv) {
         so.queue_timeout = std::chrono::seconds(args["queue-timeout"].as<int>());
         so.limits.model_id = args.count("model-id") ? args["model-id"].as<std::string>() : fs::absolute(model).filename().string();
         so.limits.max_tokens_cap = args["max-tokens"].as<std::uint64_t>();
+        if (so.limits.max_tokens_cap < 1 || so.limits.max_tokens_cap > inkling::protocol::kDefaultLimits.max_tokens)
+            throw std::runtime_error("--max-tokens must lie in 1.." + std::to_string(inkling::protocol::kDefaultLimits.max_tokens) +
+                                     " (the protocol's max_tokens range)");
         const std::string boost = args["dmel-boost"].as<std::string>();
         if (boost != "on" && boost != "off") throw std::runtime_error("--dmel-boost must be on or off");
         so.limits.dmel_boost = boost == "on";

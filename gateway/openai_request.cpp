@@ -7,6 +7,7 @@
 #include "protocol/audio/audio_error.h"
 #include "protocol/audio/dmel.h"
 #include "protocol/fields.h"
+#include "protocol/limits.h"
 #include "protocol/tml_render.h"
 
 namespace inkling::gateway {
@@ -107,9 +108,15 @@ void common(const json& body, const GatewayLimits& limits, GenerationRequest& r)
         r.user = u->get<std::string>();
     }
     if (const json* slot = field(body, "cache_slot")) {
-        if (!slot->is_number_integer() || slot->get<long long>() < 0)
-            throw bad_request("'cache_slot' must be a non-negative integer", "cache_slot");
-        r.slot_hint = slot->get<int>();
+        // Checked in its own width: get<int>() took 2^32 for slot 0.
+        const bool in_range = slot->is_number_unsigned()  ? slot->get<std::uint64_t>() <= protocol::kDefaultLimits.max_slot
+                              : slot->is_number_integer() ? slot->get<std::int64_t>() >= 0 &&
+                                                                slot->get<std::int64_t>() <= static_cast<std::int64_t>(protocol::kDefaultLimits.max_slot)
+                                                          : false;
+        if (!in_range)
+            throw bad_request("'cache_slot' must be an integer in 0.." + std::to_string(protocol::kDefaultLimits.max_slot),
+                              "cache_slot");
+        r.slot_hint = static_cast<int>(slot->get<std::int64_t>());
     }
 }
 

@@ -37,7 +37,7 @@ constexpr cli::Option kOptions[] = {
     {.name = "queue-timeout", .type = Type::Int, .value_name = "S", .default_value = "300",
      .doc = "seconds a request may wait for a slot (then 429 queue_timeout)"},
     {.name = "max-tokens", .type = Type::UInt64, .value_name = "N", .default_value = "4096",
-     .doc = "cap (and default) for max_tokens / max_completion_tokens"},
+     .doc = "cap (and default) for max_tokens / max_completion_tokens, 1..1048576"},
     {.name = "max-body", .type = Type::Size, .value_name = "BYTES", .default_value = "33554432",
      .doc = "request body limit in bytes (413 past it; audio arrives base64 inside JSON)"},
     {.name = "dmel-boost", .value_name = "MODE", .default_value = "on",

@@ -225,6 +225,8 @@ awaitable<void> Server::write_json(Connection& c, const Request& req, int status
     res.keep_alive(req.keep_alive());
     res.body() = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     res.prepare_payload();
+    // HEAD: the headers GET would send (Content-Length included), no body (RFC 9110 §9.3.2).
+    if (req.method() == http::verb::head) res.body().clear();
     metrics_.request(endpoint, status);
     co_await write(c, res);
 }

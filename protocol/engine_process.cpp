@@ -31,7 +31,8 @@ EngineProcess::EngineProcess(const std::vector<std::string>& argv, std::string s
         setpgid(0, 0);
         dup2(to_child[0], STDIN_FILENO);
         dup2(from_child[1], STDOUT_FILENO);
-        int err = open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        // Never through a symlink, and private to its owner (the caller makes the file).
+        int err = open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
         if (err >= 0) dup2(err, STDERR_FILENO);
         close_on_exec_beyond_stdio();
         std::vector<char*> args;

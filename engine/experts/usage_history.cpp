@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -64,15 +65,20 @@ void UsageHistory::save(const std::filesystem::path& path) const {
                         {"layers", layers_},     {"half_life_tokens", half_life_},
                         {"tokens", tokens_},     {"counts", counts_}};
     const std::string text = j.dump() + "\n";
-    const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
+    // A fresh name made by mkostemp (O_EXCL, mode 0600): never a file or a symlink that
+    // someone put there first.
+    std::string tmp_name = path.string() + ".tmp.XXXXXX";
+    bool created = false;
     auto fail = [&](const std::string& what) {
         const int err = errno;
-        ::unlink(tmp.c_str());
+        if (created) ::unlink(tmp_name.c_str());
         throw std::runtime_error(path.string() + ": cannot save the expert usage history (" + what + ": " +
                                  std::strerror(err) + ")");
     };
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) fail("create " + tmp.string());
+    const int fd = ::mkostemp(tmp_name.data(), O_CLOEXEC);
+    if (fd < 0) fail("create " + tmp_name);
+    created = true;
+    const std::filesystem::path tmp = tmp_name;
     std::size_t done = 0;
     while (done < text.size()) {
         const ssize_t n = ::write(fd, text.data() + done, text.size() - done);

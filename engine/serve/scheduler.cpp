@@ -180,6 +180,13 @@ void Scheduler::admit(const protocol::Submit& r, FrameSink& out, bool& admitted)
         if (!r.extension.empty() && frames != placeholders)
             return error(ErrorCode::AudioMismatch, "frames=" + std::to_string(frames) +
                                                        " placeholders=" + std::to_string(placeholders));
+        // DMel levels are 0..mel_vocab-1 (PROTOCOL.md §12.2): a byte past them is refused,
+        // never clamped into a level the client did not send.
+        for (std::size_t i = 0; i < r.extension.size(); ++i)
+            if (static_cast<unsigned char>(r.extension[i]) >= static_cast<unsigned>(c.mel_vocab))
+                return error(ErrorCode::AudioMismatch,
+                             "DMel byte " + std::to_string(static_cast<unsigned char>(r.extension[i])) + " at offset " +
+                                 std::to_string(i) + " is not a level (0.." + std::to_string(c.mel_vocab - 1) + ")");
     }
     const std::int64_t P = static_cast<std::int64_t>(prompt.size());
     if (P >= options_.context)

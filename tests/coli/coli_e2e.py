@@ -6,9 +6,11 @@ an interactive session under tmux (streaming, Ctrl-C, :reset).
 """
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
@@ -51,6 +53,33 @@ def main():
            rc == 0 and "audio frames from" in out and len(footers(out)) == 1 and "error:" in out, (out, err))
     rc, out, err = session(["run", "Say something", "--no-attach", "--model", MODEL, "--max-tokens", "5"], "")
     report("coli run: one answer, exit 0", rc == 0 and len(out.strip()) > 0, (rc, out, err))
+    # The private engine's log: a fresh 0600 file in $TMPDIR, removed when coli ends, kept
+    # (and named) when the engine failed.
+    tmp = tempfile.mkdtemp(prefix="coli-tmp-")
+    try:
+        env = dict(os.environ, TMPDIR=tmp)
+        p = subprocess.run([COLI, "run", "Say something", "--no-attach", "--model", MODEL, "--max-tokens", "2"],
+                           capture_output=True, text=True, timeout=120, env=env)
+        left = os.listdir(tmp)
+        report("coli run: the private engine's log is removed at exit", p.returncode == 0 and left == [],
+               (p.returncode, left, p.stderr[-300:]))
+        p = subprocess.run([COLI, "run", "x", "--no-attach", "--model", MODEL, "--engine", "/bin/false"],
+                           capture_output=True, text=True, timeout=60, env=env)
+        left = os.listdir(tmp)
+        report("coli run: an engine that fails silently leaves no log", p.returncode != 0 and left == [],
+               (p.returncode, left, p.stderr[-300:]))
+        # sh reads "serve" as its script and says it cannot open it.
+        p = subprocess.run([COLI, "run", "x", "--no-attach", "--model", MODEL, "--engine", "/bin/sh"],
+                           capture_output=True, text=True, timeout=60, env=env)
+        logs = [os.path.join(tmp, f) for f in os.listdir(tmp)]
+        modes = [oct(os.lstat(f).st_mode & 0o777) for f in logs]
+        report("coli run: an engine that fails with words leaves its log, private (0600) and named in the error",
+               p.returncode != 0 and len(logs) == 1 and modes == ["0o600"] and logs[0] in p.stderr,
+               (p.returncode, logs, modes, p.stderr[-300:]))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    rc, out, err = session(["run", "x", "--no-attach", "--model", MODEL, "--max-tokens", "0"], "")
+    report("coli: --max-tokens outside the protocol's 1..1048576 is refused", rc != 0 and "--max-tokens" in err, (rc, err))
     rc, out, err = session(["run", "x", "--attach", unused], "")
     report("coli run with neither gateway nor model: a clear error", rc != 0 and "no ready gateway" in err, (rc, err))
 

@@ -3,9 +3,12 @@
 // rounds, prefetch, counters, and the usage file's round trip, decay and corruption.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 
 #include "engine/experts/expert_cache.h"
 #include "engine/experts/expert_store.h"
@@ -336,4 +339,26 @@ TEST_CASE("cap from RAM: --ram-gb and the default stay within 1..E") {
     CHECK(d >= 1);
     CHECK(d <= 8);
     CHECK(experts::mem_available().has_value());
+}
+
+TEST_CASE("the usage history's temporary is a fresh private file: a planted symlink is never written through") {
+    ScratchDir t("experts-usage-tmp");
+    const fs::path p = t.dir / "expert-usage.json";
+    const fs::path victim = t.dir / "victim.txt";
+    std::ofstream(victim) << "keep me\n";
+    // The name the old code used, predictable from the pid.
+    fs::create_symlink(victim, p.string() + ".tmp." + std::to_string(::getpid()));
+    experts::UsageHistory h({2}, 4, 100.0);
+    h.add(0, 1, 3);
+    h.save(p);
+    std::ifstream in(victim);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(text == "keep me\n");
+    CHECK(fs::is_regular_file(fs::symlink_status(p)));
+    CHECK((fs::status(p).permissions() & (fs::perms::group_all | fs::perms::others_all)) == fs::perms::none);
+    std::string warning;
+    CHECK(experts::UsageHistory::load(p, {2}, 4, warning).count(0, 1) == 3.0);
+    int files = 0;
+    for (const auto& e : fs::directory_iterator(t.dir)) files += e.path().filename().string().find(".tmp.") == std::string::npos;
+    CHECK(files == 2);  // the history and the victim; only the planted link has ".tmp."
 }

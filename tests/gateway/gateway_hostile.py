@@ -9,6 +9,7 @@ Prints PASS/FAIL lines; exit status 1 if any check failed. Standard library only
 import base64
 import json
 import os
+import socket
 import struct
 import sys
 import time
@@ -17,7 +18,7 @@ BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL = os.path.join(BUILD, "demo-model")
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-from lib import Checks, Gateway  # noqa: E402
+from lib import Checks, Gateway, read_all  # noqa: E402
 
 checks = Checks("gateway hostile")
 report = checks.report
@@ -139,6 +140,23 @@ def costly_json(g):
     report("brackets inside strings are not nesting", st == 200, (st, body[:200]))
 
 
+def small_ones(g):
+    """Item 17: HEAD has no body; cache_slot is checked in its own width."""
+    s = socket.create_connection(("127.0.0.1", g.port), timeout=10)
+    s.sendall(b"HEAD /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+    answer = read_all(s, timeout=10)
+    s.close()
+    head, _, rest = answer.partition(b"\r\n\r\n")
+    report("HEAD /health sends the headers (Content-Length too) and no body",
+           head.startswith(b"HTTP/1.1 200") and b"Content-Length: " in head and rest == b"", answer[:300])
+    body = json.loads(CHAT)
+    body["cache_slot"] = 2 ** 32
+    st, resp, _ = g.request("POST", "/v1/chat/completions", json.dumps(body))
+    e = error_of(resp)
+    report("cache_slot 2^32 is a 400 naming cache_slot, not slot 0", st == 400 and e and e["param"] == "cache_slot",
+           (st, resp[:200]))
+
+
 def main():
     g = start()
     try:
@@ -147,6 +165,7 @@ def main():
         cross_site(g)
         costly_json(g)
         audio_bombs(g)
+        small_ones(g)
     finally:
         g.stop()
     g = start("--cors-origin", "https://app.example")

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 import time
 
@@ -119,7 +120,17 @@ def last_words():
         g.stop()
 
 
+def flag_ranges():
+    """Item 17: --max-tokens is checked against the protocol's max_tokens range."""
+    for value in ("0", "1048577"):
+        r = subprocess.run([os.path.join(BUILD, "inkling-gateway"), "--model", ROOT, "--engine", FAKE,
+                            "--max-tokens", value, "--port", "1"], capture_output=True, text=True, timeout=30)
+        report(f"--max-tokens {value} is refused at start-up, naming the range",
+               r.returncode != 0 and "--max-tokens must lie in 1..1048576" in r.stderr, (r.returncode, r.stderr[-300:]))
+
+
 def main():
+    flag_ranges()
     malformed_telemetry()
     last_words()
     inherited_descriptors()

@@ -185,3 +185,15 @@ TEST_CASE("request bodies hold at most 262144 JSON values") {
     // Commas inside strings are text.
     CHECK(parse_body("[\"" + std::string(kMaxJsonValues + 5, ',') + "\"]").size() == 1);
 }
+
+TEST_CASE("cache_slot is checked in its own width: 2^32 is not slot 0") {
+    auto body = [](json slot) {
+        return json{{"model", "m"}, {"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}, {"cache_slot", slot}};
+    };
+    CHECK(parse_chat_request(body(3), limits()).slot_hint == 3);
+    CHECK(parse_chat_request(body(65535), limits()).slot_hint == 65535);
+    CHECK(status_of(body(65536)) == 400);
+    CHECK(status_of(body(4294967296ull)) == 400);
+    CHECK(status_of(body(-1)) == 400);
+    CHECK(status_of(body(1.5)) == 400);
+}

@@ -116,6 +116,11 @@ private:
                          "frames=" + std::to_string(s.extension.size() / kDmelBins) +
                              " placeholders=" + std::to_string(placeholders) +
                              (s.extension.size() % kDmelBins ? " (extension bytes not a multiple of 80)" : ""));
+        for (std::size_t i = 0; i < s.extension.size(); ++i)
+            if (static_cast<unsigned char>(s.extension[i]) > 15)
+                return error(s.id, proto::ErrorCode::AudioMismatch,
+                             "DMel byte " + std::to_string(static_cast<unsigned char>(s.extension[i])) + " at offset " +
+                                 std::to_string(i) + " is not a level (0..15)");
         std::uint64_t prompt_tokens = s.prompt.size();
         if (prompt_tokens >= config_.context)
             return error(s.id, proto::ErrorCode::ContextExceeded,

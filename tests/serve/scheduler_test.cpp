@@ -367,3 +367,21 @@ TEST_CASE("a token id the tokenizer cannot decode: in an ids=1 prompt BAD_REQUES
     CHECK(e.out.all<proto::Done>("after2").size() == 1);
     CHECK(e.out.all<proto::Echo>("after2").size() == 2);
 }
+
+TEST_CASE("a DMel byte above 15 is AUDIO_MISMATCH naming it, never clamped") {
+    Engine e("audio-hf-f32", {});
+    const std::int32_t audio = e.model.config.audio_token;
+    auto s = submit("loud", 0, {1, audio, audio, 2}, 1);
+    s.extension.assign(160, '\x0f');
+    s.extension[97] = '\x10';
+    e.sched.submit(s, e.out);
+    auto errs = e.out.all<proto::Error>("loud");
+    REQUIRE(errs.size() == 1);
+    CHECK(errs[0].code == proto::ErrorCode::AudioMismatch);
+    CHECK(errs[0].detail == "DMel byte 16 at offset 97 is not a level (0..15)");
+    s.id = "ok";
+    s.extension[97] = '\x0f';
+    e.sched.submit(s, e.out);
+    CHECK(e.out.all<proto::Accept>("ok").size() == 1);
+    e.drain();
+}

@@ -52,5 +52,16 @@ checks.report("an ids=1 id in the padded vocabulary but past the tokenizer is ER
               and "200500" in " ".join(frames[0].fields), [f.fields for f in frames])
 serves_on(eng, "padded id")
 
+# Item 17: a DMel byte above 15 is refused (the forward used to clamp it into level 15).
+info_audio = 200023  # the demo model's <|audio|> id (STATS info audio_token)
+ext = bytes([3] * 80)
+ext = ext[:41] + b"\x10" + ext[42:]
+eng.send(wire.submit("loud", 0, f"1 {info_audio}".encode(), 1, ext=ext, ids=1))
+frames = until_end(eng, "loud")
+checks.report("a DMel byte above 15 is ERROR AUDIO_MISMATCH naming the byte and its offset",
+              [f.kind for f in frames] == ["ERROR"] and frames[0].fields[2] == "AUDIO_MISMATCH"
+              and "byte 16 at offset 41" in " ".join(frames[0].fields), [f.fields for f in frames])
+serves_on(eng, "DMel byte 16")
+
 checks.report("the engine exits 0 at EOF", eng.close() == 0)
 sys.exit(checks.finish())

@@ -28,6 +28,7 @@
 #include "protocol/binary_stdio.h"
 #include "protocol/cli/cxxopts_bind.h"
 #include "protocol/cli/sibling.h"
+#include "protocol/limits.h"
 #include "tools/coli/attached.h"
 #include "tools/coli/options.h"
 #include "tools/coli/private_engine.h"
@@ -253,6 +254,10 @@ int main(int argc, char** argv) {
         ts.temperature = args["temperature"].as<double>();
         ts.top_p = args["top-p"].as<double>();
         ts.max_tokens = args["max-tokens"].as<int>();
+        if (ts.max_tokens < 1 || static_cast<std::uint64_t>(ts.max_tokens) > inkling::protocol::kDefaultLimits.max_tokens)
+            throw std::runtime_error("--max-tokens must lie in 1.." +
+                                     std::to_string(inkling::protocol::kDefaultLimits.max_tokens) +
+                                     " (the protocol's max_tokens range)");
         struct sigaction sa {};
         sa.sa_handler = on_sigint;
         sigaction(SIGINT, &sa, nullptr);

@@ -35,7 +35,7 @@ constexpr inkling::cli::Option kOptions[] = {
      .doc = "sampling temperature", .commands = "chat, run"},
     {.name = "top-p", .type = Type::Double, .value_name = "P", .default_value = "1", .doc = "nucleus mass",
      .commands = "chat, run"},
-    {.name = "max-tokens", .type = Type::Int, .value_name = "N", .default_value = "1024", .doc = "tokens per answer",
+    {.name = "max-tokens", .type = Type::Int, .value_name = "N", .default_value = "1024", .doc = "tokens per answer, 1..1048576",
      .commands = "chat, run"},
     {.name = "system", .value_name = "TEXT", .doc = "a system message", .commands = "chat, run"},
     {.name = "audio", .value_name = "F.wav", .doc = "a WAV clip to send with the prompt", .commands = "run"},

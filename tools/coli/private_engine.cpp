@@ -19,18 +19,32 @@ using Clock = std::chrono::steady_clock;
 
 PrivateEngine::PrivateEngine(const std::string& engine_binary, const std::string& model_dir, int ctx)
     : model_dir_(model_dir) {
-    stderr_path_ = (std::filesystem::temp_directory_path() / ("coli-engine-" + std::to_string(getpid()) + ".log")).string();
+    // The engine's log: a fresh file (mkstemps: O_EXCL, 0600), removed when coli ends
+    // unless an error message named it.
+    stderr_path_ = (std::filesystem::temp_directory_path() / "coli-engine-XXXXXX.log").string();
+    const int log_fd = ::mkstemps(stderr_path_.data(), 4);
+    if (log_fd < 0) throw std::runtime_error("cannot create a log file in " + std::filesystem::temp_directory_path().string());
+    ::close(log_fd);
     engine_ = std::make_unique<proto::EngineProcess>(
         std::vector<std::string>{engine_binary, "serve", "--model", model_dir, "--slots", "1", "--ctx", std::to_string(ctx)},
         stderr_path_);
     engine_->keep_raw_stdout(false);
     auto first = engine_->next(std::chrono::minutes(30));  // loading a big model takes a while
     if (!first || !std::holds_alternative<proto::Frame>(*first) ||
-        !std::holds_alternative<proto::Ready>(std::get<proto::Frame>(*first)))
-        throw std::runtime_error(engine_failure("the engine did not start"));
+        !std::holds_alternative<proto::Ready>(std::get<proto::Frame>(*first))) {
+        const std::string why = engine_failure("the engine did not start");
+        engine_.reset();
+        if (!keep_log_) ::unlink(stderr_path_.c_str());  // no destructor after a throwing constructor
+        throw std::runtime_error(why);
+    }
     auto info = engine_->next(2s);
     if (info && std::holds_alternative<proto::Frame>(*info))
         if (auto* s = std::get_if<proto::Stats>(&std::get<proto::Frame>(*info))) info_ = s->json;
+}
+
+PrivateEngine::~PrivateEngine() {
+    engine_.reset();  // the engine ends first: it writes the log until then
+    if (!keep_log_) ::unlink(stderr_path_.c_str());
 }
 
 std::string PrivateEngine::engine_failure(const std::string& what) {
@@ -47,7 +61,10 @@ std::string PrivateEngine::engine_failure(const std::string& what) {
         msg += ": the engine stopped answering";
     }
     std::string tail = engine_->stderr_tail(6);
-    if (!tail.empty()) msg += "\nlast lines of its log (" + stderr_path_ + "):\n" + tail;
+    if (!tail.empty()) {
+        msg += "\nlast lines of its log (" + stderr_path_ + "):\n" + tail;
+        keep_log_ = true;  // the message names it
+    }
     return msg;
 }
 

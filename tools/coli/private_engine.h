@@ -16,6 +16,7 @@ public:
     // Starts the engine and waits for READY; throws std::runtime_error with the engine's
     // exit status and last stderr lines when it cannot start.
     PrivateEngine(const std::string& engine_binary, const std::string& model_dir, int ctx);
+    ~PrivateEngine() override;
     std::string describe() const override;
     TurnResult turn(const std::vector<inkling::protocol::tml::Message>& history, const std::vector<Clip>& clips,
                     const TurnSettings& settings, const Output& out, const std::function<bool()>& interrupted) override;
@@ -26,6 +27,7 @@ private:
     std::unique_ptr<inkling::protocol::EngineProcess> engine_;
     std::string model_dir_, stderr_path_, info_;
     long next_id_ = 1;
+    bool keep_log_ = false;
 };
 
 }  // namespace coli
