@@ -9,6 +9,7 @@ void PinPool::pin(int slot, const forward::SessionState& state, const model::Con
     Entry e;
     e.slot = slot;
     e.ids = state.fed;
+    e.tainted = state.tainted;
     e.last_used = ++clock_;
     for (std::size_t i = 0; i < state.layers.size(); ++i) {
         const auto& L = state.layers[i];
@@ -35,7 +36,7 @@ std::optional<std::int64_t> PinPool::restore(int slot, std::span<const std::int3
                                              forward::SessionState& state) {
     Entry* best = nullptr;
     for (auto& e : entries_) {
-        if (e.slot != slot || e.ids.size() >= prompt.size()) continue;
+        if (e.slot != slot || e.tainted || e.ids.size() >= prompt.size()) continue;
         if (!std::equal(e.ids.begin(), e.ids.end(), prompt.begin())) continue;
         // The slot's K/V rows below the pin must still be the pinned ones.
         if (state.tainted || state.fed.size() < e.ids.size() ||

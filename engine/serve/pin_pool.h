@@ -24,8 +24,10 @@ public:
     // the same ids, else takes a free entry, else evicts the least recently used.
     void pin(int slot, const forward::SessionState& state, const model::Config& config);
 
-    // The deepest snapshot of `slot` whose ids are a strict prefix of `prompt` and still
-    // held by the slot's record; restores it into `state` and returns its length.
+    // The deepest untainted snapshot of `slot` whose ids are a strict prefix of `prompt`
+    // and still held by the slot's record; restores it into `state` and returns its length.
+    // A snapshot taken of an audio-tainted state is never restored: its ids do not say
+    // what it holds (the same ids as text are another state).
     std::optional<std::int64_t> restore(int slot, std::span<const std::int32_t> prompt,
                                         forward::SessionState& state);
 
@@ -38,6 +40,7 @@ private:
         std::vector<std::int32_t> ids;
         std::vector<std::array<std::vector<float>, 4>> conv;  // per layer
         std::vector<std::vector<float>> ring_k, ring_v;       // per layer; empty on global layers
+        bool tainted = false;  // photographed after audio: its ids do not describe it, never restored
         std::uint64_t last_used;
     };
     std::size_t capacity_;

@@ -385,3 +385,33 @@ TEST_CASE("a DMel byte above 15 is AUDIO_MISMATCH naming it, never clamped") {
     CHECK(e.out.all<proto::Accept>("ok").size() == 1);
     e.drain();
 }
+
+TEST_CASE("a snapshot pinned from an audio-tainted state is never restored into a text request") {
+    Engine e("audio-hf-f32", {});
+    const std::int32_t audio = e.model.config.audio_token;
+    const std::vector<std::int32_t> pinned_ids{1, audio, audio, 2, 3};
+    // A: audio frames fill the placeholders, and the state is pinned after the prefill.
+    auto a = submit("a", 0, pinned_ids, 1);
+    a.extension.assign(160, '\x07');
+    a.options.pin = true;
+    e.sched.submit(a, e.out);
+    e.drain();
+    // B: the same ids as text (placeholders without frames) and a tail; the slot is tainted,
+    // so B starts afresh, and its record now begins with the pinned ids.
+    auto b_ids = pinned_ids;
+    b_ids.insert(b_ids.end(), {7, 8});
+    e.sched.submit(submit("b", 0, b_ids, 1), e.out);
+    e.drain();
+    REQUIRE(e.out.all<proto::Accept>("b").size() == 1);
+    CHECK(e.out.all<proto::Accept>("b")[0].reused == 0u);
+    // C: the pinned ids and another tail. The slot's record is no prefix of it, the pin is:
+    // restoring it would give C the conv and ring state that A's audio left.
+    auto c_ids = pinned_ids;
+    c_ids.push_back(9);
+    e.sched.submit(submit("c", 0, c_ids, 3), e.out);
+    e.drain();
+    auto accept = e.out.all<proto::Accept>("c");
+    REQUIRE(accept.size() == 1);
+    CHECK(accept[0].reused == 0u);
+    CHECK(e.out.tokens("c") == e.alone(c_ids, 3));
+}
