@@ -52,6 +52,7 @@ void rows_scalar(const Matrix& w, const Bf16Activations& x, std::int64_t begin, 
     }
 }
 
+// The f32 layout (the bf16 one is packed only where vdpbf16ps runs, by pack_avx512).
 void pack_scalar(bool round, const float* x, Bf16Activations& out) {
     for (std::int64_t s = 0; s < out.rows; ++s) {
         const float* src = x + s * out.cols;
@@ -60,8 +61,7 @@ void pack_scalar(bool round, const float* x, Bf16Activations& out) {
             const std::int64_t c = i / kChunk, j = i % kChunk;
             // Odd columns first, then even ones (see Bf16Activations).
             const std::int64_t at = c * kChunk + (j % 2 ? j / 2 : 16 + j / 2);
-            if (out.dot) out.bf16[static_cast<std::size_t>(s * out.stride + i)] = round_to_bf16(src[i]);
-            else out.f32[static_cast<std::size_t>(s * out.stride + at)] = v;
+            out.f32[static_cast<std::size_t>(s * out.stride + at)] = v;
         }
     }
 }
