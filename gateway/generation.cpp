@@ -104,10 +104,10 @@ awaitable<void> Server::generate(Connection& c, const Request& req, GenerationRe
         if (*g.slot_hint >= slots_.slots())
             failure = bad_request("'cache_slot' must be below " + std::to_string(slots_.slots()), "cache_slot");
         preferred = *g.slot_hint;
-    } else if (auto it = affinity_.find(g.affinity); it != affinity_.end()) {
-        preferred = it->second;
+    } else if (auto known = affinity_.find(g.affinity)) {
+        preferred = *known;
     } else {
-        preferred = static_cast<int>(std::hash<std::string>{}(g.affinity) % static_cast<std::size_t>(slots_.slots()));
+        preferred = static_cast<int>(g.affinity % static_cast<std::uint64_t>(slots_.slots()));
     }
     int slot = -1;
     if (!failure) {
@@ -130,10 +130,6 @@ awaitable<void> Server::generate(Connection& c, const Request& req, GenerationRe
             if (slot >= 0) pool.release(slot);
         }
     } release{slots_, slot};
-    if (slot >= 0) {
-        if (affinity_.size() > 100000) affinity_.clear();
-        affinity_[g.affinity] = slot;
-    }
 
     // ---- submit, retrying while the engine dies before ACCEPT -------------------------
     std::shared_ptr<RequestStream> stream;
@@ -192,6 +188,8 @@ awaitable<void> Server::generate(Connection& c, const Request& req, GenerationRe
         co_return;
     }
     metrics_.tokens_in.inc(static_cast<double>(accept.prompt_tokens));
+    // Remembered only once the engine holds the prefix: a refused request leaves nothing.
+    affinity_.remember(g.affinity, slot);
 
     // ---- the answer -------------------------------------------------------------------
     auto& socket = c.stream.socket();

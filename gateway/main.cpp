@@ -67,6 +67,8 @@ int main(int argc, char** argv) {
         }
         so.max_body = args["max-body"].as<std::size_t>();
         so.queue_timeout = std::chrono::seconds(args["queue-timeout"].as<int>());
+        if (args["affinity-entries"].as<int>() < 0) throw std::runtime_error("--affinity-entries must be 0 or more");
+        so.affinity_entries = static_cast<std::size_t>(args["affinity-entries"].as<int>());
         so.limits.model_id = args.count("model-id") ? args["model-id"].as<std::string>() : fs::absolute(model).filename().string();
         so.limits.max_tokens_cap = args["max-tokens"].as<std::uint64_t>();
         if (so.limits.max_tokens_cap < 1 || so.limits.max_tokens_cap > inkling::protocol::kDefaultLimits.max_tokens)

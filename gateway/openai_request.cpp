@@ -3,6 +3,7 @@
 #include <array>
 #include <cmath>
 
+#include "gateway/affinity_map.h"
 #include "gateway/api_error.h"
 #include "protocol/audio/audio_error.h"
 #include "protocol/audio/dmel.h"
@@ -234,6 +235,7 @@ GenerationRequest parse_chat_request(const json& body, const GatewayLimits& limi
         throw bad_request("'messages' must be a non-empty array", "messages");
     std::vector<tml::Message> chat;
     double audio_seconds = 0;  // of the clips read so far
+    bool have_affinity = false;
     for (std::size_t i = 0; i < messages->size(); ++i) {
         const json& m = (*messages)[i];
         const std::string p = "messages[" + std::to_string(i) + "]";
@@ -309,7 +311,10 @@ GenerationRequest parse_chat_request(const json& body, const GatewayLimits& limi
         }
         chat.push_back(std::move(msg));
         // The conversation's identity for slot affinity: its system messages and first user turn.
-        if (r.affinity.empty() && chat.back().role == tml::Role::User) r.affinity = tml::render(chat, {.effort = effort});
+        if (!have_affinity && chat.back().role == tml::Role::User) {
+            r.affinity = AffinityMap::key_of(tml::render(chat, {.effort = effort}));
+            have_affinity = true;
+        }
     }
     try {
         r.prompt = tml::render(chat, {.effort = effort});
@@ -333,7 +338,7 @@ GenerationRequest parse_completion_request(const json& body, const GatewayLimits
     if (flag(body, "echo", false)) throw bad_request("'echo' is not supported", "echo");
     if (field(body, "suffix")) throw bad_request("'suffix' is not supported", "suffix");
     r.start_in_content = true;
-    r.affinity = r.prompt.substr(0, 256);
+    r.affinity = AffinityMap::key_of(std::string_view(r.prompt).substr(0, 256));
     return r;
 }
 

@@ -32,7 +32,7 @@ struct GenerationRequest {
     std::optional<std::uint64_t> seed;
     std::vector<std::string> stop;
     bool start_in_content = true;     // the prompt already opened the answer
-    std::string affinity;             // conversation key: which slot keeps its prefix
+    std::uint64_t affinity = 0;       // conversation key (AffinityMap::key_of): which slot keeps its prefix
     std::optional<int> slot_hint;     // explicit `cache_slot`
     std::string user;
 };

@@ -40,6 +40,8 @@ constexpr cli::Option kOptions[] = {
      .doc = "cap (and default) for max_tokens / max_completion_tokens, 1..1048576"},
     {.name = "max-body", .type = Type::Size, .value_name = "BYTES", .default_value = "33554432",
      .doc = "request body limit in bytes (413 past it; audio arrives base64 inside JSON)"},
+    {.name = "affinity-entries", .type = Type::Int, .value_name = "N", .default_value = "4096",
+     .doc = "conversations whose slot is remembered (LRU, ~100 bytes each; 0 = none)"},
     {.name = "dmel-boost", .value_name = "MODE", .default_value = "on",
      .doc = "quiet-clip RMS boost for audio: on (as in training) or off (as transformers)"},
     // the engine child

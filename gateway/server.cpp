@@ -21,7 +21,8 @@ using Response = http::response<http::string_body>;
 using Clock = std::chrono::steady_clock;
 
 Server::Server(asio::io_context& io, ServerOptions options, EngineSupervisor& engine, Metrics& metrics, SlotPool& slots)
-    : io_(io), o_(std::move(options)), engine_(engine), metrics_(metrics), slots_(slots), acceptor_(io), workers_(2) {}
+    : io_(io), o_(std::move(options)), engine_(engine), metrics_(metrics), slots_(slots), acceptor_(io),
+      affinity_(o_.affinity_entries), workers_(2) {}
 
 Server::~Server() { workers_.join(); }
 
@@ -261,7 +262,8 @@ nlohmann::json Server::stats_json() const {
               {"restarts", engine_.restarts()},
               {"device_losses", engine_.device_losses()},
               {"tokens_in", metrics_.tokens_in.value},
-              {"tokens_out", metrics_.tokens_out.value}}},
+              {"tokens_out", metrics_.tokens_out.value},
+              {"affinity", {{"entries", affinity_.size()}, {"capacity", affinity_.capacity()}, {"bytes", affinity_.bytes()}}}}},
             {"engine", engine}};
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gateway/affinity_map.h"
 #include "gateway/engine_supervisor.h"
 #include "gateway/metrics.h"
 #include "gateway/openai_request.h"
@@ -27,6 +28,7 @@ struct ServerOptions {
     std::chrono::seconds queue_timeout{300};
     std::chrono::seconds engine_wait{120};   // how long a request waits for a (re)starting engine
     int retries = 3;                         // resubmissions after the engine died before ACCEPT
+    std::size_t affinity_entries = 4096;     // conversations whose slot is remembered (LRU)
     GatewayLimits limits;
 };
 
@@ -69,7 +71,7 @@ private:
     std::map<std::string, int> per_ip_;
     int connections_ = 0, active_requests_ = 0;
     std::uint64_t request_counter_ = 0;
-    std::map<std::string, int> affinity_;  // conversation key → last slot
+    AffinityMap affinity_;  // conversation → the slot that last served it
     std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
     bool accepting_ = true;
     // Request parsing, audio and prompt rendering: off the io thread (see docs/gateway.md).

@@ -13,6 +13,7 @@ ACCEPT, one DATA "ok" and a DONE; CANCEL → ERROR CANCELLED; STATS → a STATS 
   --fake-stderr-flood N   first write N lines of 100 000 bytes each to stderr
   --fake-exit-after-ready CODE
                           exit with CODE right after READY (and --fake-stderr)
+  --fake-refuse CODE      answer every SUBMIT with ERROR <id> CODE instead of running it
   --fake-linger           at EOF on stdin, stay alive until killed (as an engine finishing
                           a long request would)
 
@@ -89,6 +90,9 @@ def main():
             rid, nbytes = f[1].decode(), int(f[3])
             xbytes = int(f[7]) if len(f) > 7 and b"=" not in f[7] else 0
             inp.read(nbytes + xbytes + 1)
+            if arg("--fake-refuse"):
+                send(f"ERROR {rid} {arg('--fake-refuse')} refused by --fake-refuse\n".encode())
+                continue
             send(f"ACCEPT {rid} 1 reused=0\n".encode())
             send(f"DATA {rid} 2\nok\n".encode())
             send(f"DONE {rid} STAT 1 1.000 100.0 0.001 1 0\n".encode())

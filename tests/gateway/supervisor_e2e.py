@@ -129,8 +129,37 @@ def flag_ranges():
                r.returncode != 0 and "--max-tokens must lie in 1..1048576" in r.stderr, (r.returncode, r.stderr[-300:]))
 
 
+def chat_body(first_turn, max_tokens=2):
+    return json.dumps({"model": "fake", "max_tokens": max_tokens, "messages": [{"role": "user", "content": first_turn}]})
+
+
+def affinity_memory():
+    """Item 7: the slot-affinity map keeps 64-bit keys, bounded (LRU), stored after ACCEPT:
+    refused prompts of any size leave nothing behind."""
+    g = start("--fake-refuse", "CONTEXT_EXCEEDED", extra=["--max-body", str(64 << 20)])
+    try:
+        statuses = [request(g, "POST", "/v1/chat/completions", chat_body(f"{i}" + "x" * (12 << 20)), timeout=60)[0]
+                    for i in range(5)]
+        aff = json.loads(request(g, "GET", "/v1/stats", timeout=10)[1])["gateway"]["affinity"]
+        report("five refused 12 MB prompts leave the affinity map empty (stored only after ACCEPT)",
+               statuses == [400] * 5 and aff["entries"] == 0, (statuses, aff))
+    finally:
+        g.stop()
+    g = start(extra=["--affinity-entries", "3"])
+    try:
+        statuses = [request(g, "POST", "/v1/chat/completions", chat_body(f"conversation {i} " + "y" * 100000),
+                            timeout=20)[0] for i in range(5)]
+        aff = json.loads(request(g, "GET", "/v1/stats", timeout=10)[1])["gateway"]["affinity"]
+        report("--affinity-entries 3: five conversations keep three entries of a fixed size, whatever their prompts",
+               statuses == [200] * 5 and aff["entries"] == 3 and aff["capacity"] == 3 and aff["bytes"] < 1000,
+               (statuses, aff))
+    finally:
+        g.stop()
+
+
 def main():
     flag_ranges()
+    affinity_memory()
     malformed_telemetry()
     last_words()
     inherited_descriptors()
