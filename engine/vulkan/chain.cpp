@@ -379,7 +379,6 @@ void Chain::begin(std::span<const Span> spans, std::int64_t R, float* x) {
     pending_tier_ = false;
     for (const Span& sp : spans_) mirror(sp.state);
     x_.write(x, static_cast<std::size_t>(R * c_.hidden) * 4);
-    ++stats_.steps;
 }
 
 void Chain::join_moe(Frame& f, int i) {
@@ -719,6 +718,7 @@ void Chain::finish(const std::vector<std::int64_t>& out_rows, float* logits, flo
     }
     if (with_head) std::memcpy(logits, out_.data(), static_cast<std::size_t>(n_out * c_.unpadded_vocab) * 4);
     else std::memcpy(x, out_.data(), static_cast<std::size_t>(R * D) * 4);
+    ++stats_.steps;  // one more step the device ran to its end
 }
 
 }  // namespace inkling::vulkan

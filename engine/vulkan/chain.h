@@ -69,7 +69,8 @@ struct ChainOptions {
 struct ChainStats {
     std::uint64_t frames = 0;  // submits
     std::uint64_t waits = 0;   // times the host waited for the device
-    std::uint64_t steps = 0, uploads = 0, split_layers = 0;
+    std::uint64_t steps = 0;  // steps the device ran to their end (not ones left to the CPU)
+    std::uint64_t uploads = 0, split_layers = 0;
     std::uint64_t device_pairs = 0, host_pairs = 0;  // routed (row, expert) pairs computed on each side
     std::uint64_t dispatches = 0, barriers = 0;       // recorded into the frames
     double device_wait_s = 0;  // waiting for the device

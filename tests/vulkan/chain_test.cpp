@@ -42,8 +42,15 @@ TEST_CASE("vulkan chain: token-exact with the CPU on every geometry") {
         check_same(greedy(cpu_fw, model.config, prompt, 12), greedy(dev_fw, model.config, prompt, 12));
         // Chunked prefill (a chunk that wraps the ring inside itself, on `ring`).
         check_same(greedy(cpu_fw, model.config, prompt, 4, 7), greedy(dev_fw, model.config, prompt, 4, 7));
-        CHECK(dev_fw.chain() != nullptr);
+        REQUIRE(dev_fw.chain() != nullptr);
         CHECK(dev_fw.take_device_event().empty());
+        // The device ran every step (13, then 3 prompt chunks and 4 tokens), all layers.
+        const auto& st = dev_fw.chain()->stats();
+        CHECK(st.steps == 13 + 7);
+        CHECK(st.frames >= st.steps);
+        bool moe = false;
+        for (int i = 0; i < model.config.layers; ++i) moe = moe || model.config.kinds[i].sparse;
+        CHECK((st.host_pairs > 0) == moe);  // routed experts on the host
     }
 }
 
@@ -77,6 +84,7 @@ TEST_CASE("vulkan chain: a partial chain (forced, and from a small budget) match
         forward::Forward dev_fw(model, pool);
         dev_fw.set_chain(std::move(chain));
         check_same(want, greedy(dev_fw, model.config, prompt, 8));
+        CHECK(dev_fw.chain()->stats().steps == 1 + 8);  // the first layers of every step
     }
     // A budget that holds a few layers' weights but not all of them.
     std::uint64_t per_layer = 0;
@@ -96,6 +104,8 @@ TEST_CASE("vulkan chain: a partial chain (forced, and from a small budget) match
     // The scratch of a long step may not fit next to the weights: those steps run on the
     // CPU, the others on the device — the tokens don't change.
     check_same(want, greedy(dev_fw, model.config, prompt, 8));
+    CHECK(dev_fw.chain()->stats().steps >= 8);  // the decode steps fit
+    CHECK(dev_fw.chain()->stats().steps <= 1 + 8);
 }
 
 TEST_CASE("vulkan chain: host writes between chain steps are uploaded (CPU decode, reset, snapshot restore)") {
@@ -175,6 +185,7 @@ TEST_CASE("vulkan chain: the KV split (a global layer's older positions on the h
             dev_fw.set_chain(std::move(chain));
             check_same(want, greedy(dev_fw, model.config, prompt, 10, 5));
             CHECK(dev_fw.chain()->stats().split_layers > 0);
+            CHECK(dev_fw.chain()->stats().steps == 5 + 10);  // on the device, split
         }
     }
     // Long enough chunks that the host's share runs on the thread pool.
