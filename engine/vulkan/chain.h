@@ -64,6 +64,7 @@ struct ChainOptions {
     int expert_slots = 0;  // slots a layer, forced (tests); 0: from the budget
     bool inline_uploads = false;  // tests: the tier uploads between steps on the calling thread
     bool profile = false;         // time every command on the device (timestamps; benchmarks)
+    std::uint64_t fault_upload_at = 0;  // fault hook (tests): the tier's n-th expert upload is a lost device
 };
 
 struct ChainStats {

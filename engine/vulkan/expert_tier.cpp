@@ -201,6 +201,8 @@ void ExpertTier::record_pairs(Frame& f, int layer, std::uint32_t pairs, std::uin
 }
 
 void ExpertTier::upload(const Job& j) {
+    if (options_.fault_upload_at && ++attempts_ == options_.fault_upload_at)
+        throw DeviceLost("an expert upload (fault hook)");
     Bank& b = *banks_[j.layer];
     const model::Ffn& f = model_.weights.layers[j.layer].experts[static_cast<std::size_t>(j.expert)];
     Bank::Chunk& ch = b.chunks[j.slot / b.per_chunk];

@@ -42,6 +42,8 @@ struct TierOptions {
     double half_life_tokens = 4096;  // the usage history's decay
     int uploads_per_step = 4;        // per layer, at most, started between two steps
     bool inline_uploads = false;     // tests: between steps on the calling thread, as without host-mapped memory
+    // Fault hook (tests): the n-th upload fails as if the device were lost (0: never).
+    std::uint64_t fault_upload_at = 0;
 };
 
 class ExpertTier {
@@ -126,6 +128,7 @@ private:
     bool stop_ = false;
     int busy_ = 0;
     Counters counts_;
+    std::atomic<std::uint64_t> attempts_{0};  // uploads started (the fault hook's count)
 };
 
 }  // namespace inkling::vulkan

@@ -177,3 +177,26 @@ TEST_CASE("vulkan expert tier: a device lost with experts in the slots finishes 
     o.inline_uploads = true;  // uploads between steps on this thread: the same slots at the same submits every run
     lost_device_runs(model, pool, o, prompt, 10, 6, want, {2, 12, 30});
 }
+
+TEST_CASE("vulkan expert tier: a device lost during an expert upload finishes on the CPU") {
+    auto model = model::load_model(test_paths::fixtures() / "mixed-hf-f32");
+    cpu::ThreadPool pool(2);
+    forward::Forward cpu_fw(model, pool);
+    const auto prompt = prompt_for(model.config, 17);
+    const Trace want = greedy(cpu_fw, model.config, prompt, 10, 6);
+    // Inline uploads: the failing one runs at a known step (on the worker thread it is seen
+    // at the first step after it ran, which a test could only wait for by timing).
+    {
+        vulkan::ChainOptions o;
+        o.expert_slots = 3;
+        o.inline_uploads = true;
+        o.fault_upload_at = 2;  // the second expert the tier uploads (after the first step)
+        auto chain = chain_or_skip(model, o);
+        if (!chain) return;
+        forward::Forward dev_fw(model, pool);
+        dev_fw.set_chain(std::move(chain));
+        check_same(want, greedy(dev_fw, model.config, prompt, 10, 6));
+        CHECK(dev_fw.chain() == nullptr);
+        CHECK(dev_fw.take_device_event().find("expert upload") != std::string::npos);
+    }
+}
