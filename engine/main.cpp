@@ -82,10 +82,12 @@ std::optional<inkling::model::Tokenizer> load_tokenizer(const inkling::model::Mo
     return inkling::model::Tokenizer::load(path);
 }
 
-// Process-wide settings, before any model loads: the kernel ISA and the Vulkan fault hook
-// (--fault-vk-submit, else INKLING_VK_FAULT), which the device code only counts against.
+// Process-wide settings, before any model loads: the kernel ISA and numerics and the Vulkan
+// fault hook (--fault-vk-submit, else INKLING_VK_FAULT), which the device code only counts against.
 void apply_common(const cxxopts::ParseResult& args, const std::string& cmd) {
     if (args.count("isa")) inkling::cpu::set_isa(inkling::cpu::parse_isa(args["isa"].as<std::string>()));
+    if (args.count("numerics"))
+        inkling::cpu::set_numerics(inkling::cpu::parse_numerics(args["numerics"].as<std::string>()));
     if (args.count("fault-vk-submit")) {
         inkling::vulkan::Frame::set_fault_at(args["fault-vk-submit"].as<std::uint64_t>());
     } else if (auto v = cli::env(inkling::engine::program(), "INKLING_VK_FAULT", cmd)) {
@@ -149,6 +151,7 @@ int cmd_info(const cxxopts::ParseResult& args) {
     j["matrix_bytes"] = m.weights.matrix_bytes;
     j["file_bytes"] = m.tensors.total_bytes();
     j["isa"] = inkling::cpu::isa_name(inkling::cpu::active_isa());
+    j["numerics"] = inkling::cpu::numerics_name(inkling::cpu::active_numerics());
     std::cout << j.dump(2) << "\n";
     return 0;
 }
@@ -265,6 +268,7 @@ int cmd_run(const cxxopts::ParseResult& args) {
                     {"prefill_tok_s", P / std::max(prefill_s, 1e-9)},
                     {"decode_tok_s", tokens.size() / std::max(decode_s, 1e-9)}};
     j["isa"] = inkling::cpu::isa_name(inkling::cpu::active_isa());
+    j["numerics"] = inkling::cpu::numerics_name(inkling::cpu::active_numerics());
     std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
 }
@@ -390,6 +394,7 @@ int cmd_bench(const cxxopts::ParseResult& args) {
     j["model"] = model.dir.string();
     j["threads"] = pool.size();
     j["isa"] = inkling::cpu::isa_name(inkling::cpu::active_isa());
+    j["numerics"] = inkling::cpu::numerics_name(inkling::cpu::active_numerics());
     j["weights_bytes"] = model.weights.matrix_bytes;
     j["memory_bandwidth_gb_s"] = bandwidth;
     j["prefill"] = {{"tokens", P}, {"seconds", prefill_s}, {"tok_s", P / prefill_s}};

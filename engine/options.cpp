@@ -61,6 +61,10 @@ constexpr cli::Option kOptions[] = {
      .doc = "compute threads (0 = all cores)", .commands = kForward},
     {.name = "isa", .value_name = "ISA", .default_doc = "the best the CPU has",
      .doc = "kernel ISA: scalar (the plain reference path), avx2, avx512", .commands = "run, serve, eval, info, bench"},
+    {.name = "numerics", .value_name = "MODE", .default_doc = "exact",
+     .doc = "products with bf16 weights: exact (f32 activations) or bf16 (activations rounded to bf16 first, as "
+            "transformers' bf16 mode; docs/performance.md)",
+     .commands = "run, serve, eval, info, bench"},
     // serve
     {.name = "slots", .type = Type::Int, .value_name = "N", .default_value = "4",
      .doc = "KV slots (concurrent conversations), 1..256", .commands = "serve"},
@@ -82,7 +86,9 @@ constexpr cli::Option kOptions[] = {
     {.name = "device-kernels", .type = Type::Bool, .default_value = "false",
      .doc = "the Vulkan device's copy bandwidth and the chain's GEMV against it; no --model", .commands = "bench"},
     {.name = "kernel-mb", .type = Type::Size, .value_name = "MIB", .default_value = "256",
-     .doc = "--kernels: MiB of weights per format; --device-kernels: MiB copied", .commands = "bench"},
+     .doc = "--kernels: at least this many MiB of distinct matrices per format at n = 1 (make bench passes 1024, "
+            "beyond any cache); --device-kernels: MiB copied",
+     .commands = "bench"},
     // converted models: the expert cache
     {.name = "cap", .type = Type::Int, .value_name = "N", .default_doc = "half the free RAM",
      .doc = "converted models: expert cache slots per sparse layer, 1..E", .commands = kForward},
