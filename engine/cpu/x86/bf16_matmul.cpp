@@ -38,9 +38,14 @@ INKLING_AVX2 float finish8_avx2(__m256 h8) {
     return _mm_cvtss_f32(_mm_add_ss(h2, _mm_movehdup_ps(h2)));
 }
 
-INKLING_AVX2 float dot_avx2(const std::uint16_t* w, std::int64_t cols, const float* a, std::int64_t chunks) {
+// One weight row against R activation rows (the widened chunk reused R times); each
+// element's 16 lanes in two ymm (lanes 0-7, 8-15).
+template <int R>
+INKLING_AVX2 void dot_avx2(const std::uint16_t* w, std::int64_t cols, const float* const* a, std::int64_t chunks,
+                           float* out) {
     const __m256i hi = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
-    __m256 lo_acc = _mm256_setzero_ps(), hi_acc = _mm256_setzero_ps();  // lanes 0-7, 8-15
+    __m256 lo_acc[R], hi_acc[R];
+    for (int r = 0; r < R; ++r) lo_acc[r] = hi_acc[r] = _mm256_setzero_ps();
     alignas(32) std::uint16_t tail[kChunk];
     for (std::int64_t c = 0; c < chunks; ++c) {
         const std::uint16_t* src = w + c * kChunk;
@@ -51,13 +56,19 @@ INKLING_AVX2 float dot_avx2(const std::uint16_t* w, std::int64_t cols, const flo
         }
         const __m256i r0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
         const __m256i r1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 16));
-        const float* x = a + c * kChunk;
-        lo_acc = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(r0, hi)), _mm256_loadu_ps(x), lo_acc);
-        hi_acc = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(r1, hi)), _mm256_loadu_ps(x + 8), hi_acc);
-        lo_acc = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(r0, 16)), _mm256_loadu_ps(x + 16), lo_acc);
-        hi_acc = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(r1, 16)), _mm256_loadu_ps(x + 24), hi_acc);
+        const __m256 odd0 = _mm256_castsi256_ps(_mm256_and_si256(r0, hi)), odd1 = _mm256_castsi256_ps(_mm256_and_si256(r1, hi));
+        const __m256 even0 = _mm256_castsi256_ps(_mm256_slli_epi32(r0, 16));
+        const __m256 even1 = _mm256_castsi256_ps(_mm256_slli_epi32(r1, 16));
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+            const float* x = a[r] + c * kChunk;
+            lo_acc[r] = _mm256_fmadd_ps(odd0, _mm256_loadu_ps(x), lo_acc[r]);
+            hi_acc[r] = _mm256_fmadd_ps(odd1, _mm256_loadu_ps(x + 8), hi_acc[r]);
+            lo_acc[r] = _mm256_fmadd_ps(even0, _mm256_loadu_ps(x + 16), lo_acc[r]);
+            hi_acc[r] = _mm256_fmadd_ps(even1, _mm256_loadu_ps(x + 24), hi_acc[r]);
+        }
     }
-    return finish8_avx2(_mm256_add_ps(lo_acc, hi_acc));
+    for (int r = 0; r < R; ++r) out[r] = finish8_avx2(_mm256_add_ps(lo_acc[r], hi_acc[r]));
 }
 
 // ---- AVX-512 -------------------------------------------------------------------------------
@@ -292,12 +303,22 @@ INKLING_AVX512 void pack(bool round, const float* x, Bf16Activations& out) {
 
 }  // namespace
 
-INKLING_AVX2 void bf16_rows_avx2(const Matrix& w, const Bf16Activations& x, std::int64_t begin, std::int64_t end,
-                                 float* y) {
+void bf16_rows_avx2(const Matrix& w, const Bf16Activations& x, std::int64_t begin, std::int64_t end, float* y) {
     for (std::int64_t o = begin; o < end; ++o) {
         const auto* row = reinterpret_cast<const std::uint16_t*>(w.row(o));
-        for (std::int64_t s = 0; s < x.rows; ++s)
-            y[s * w.rows + o] = dot_avx2(row, w.cols, x.f32.data() + s * x.stride, x.chunks);
+        std::int64_t s = 0;
+        const float* a[4];
+        float out[4];
+        for (; s + 4 <= x.rows; s += 4) {
+            for (int r = 0; r < 4; ++r) a[r] = x.f32.data() + (s + r) * x.stride;
+            dot_avx2<4>(row, w.cols, a, x.chunks, out);
+            for (int r = 0; r < 4; ++r) y[(s + r) * w.rows + o] = out[r];
+        }
+        for (; s < x.rows; ++s) {
+            a[0] = x.f32.data() + s * x.stride;
+            dot_avx2<1>(row, w.cols, a, x.chunks, out);
+            y[s * w.rows + o] = out[0];
+        }
     }
 }
 
