@@ -14,7 +14,8 @@ struct Server::Connection {
     explicit Connection(asio::ip::tcp::socket s)
         : stream(std::move(s)), wake(std::make_shared<Signal>(stream.get_executor())) {}
     beast::tcp_stream stream;
-    std::string ip;
+    std::string ip;                // the peer's address, canonical
+    bool via_proxy = false;        // the peer is a --trusted-proxy
     bool disconnected = false;     // the client hung up
     bool close_after = false;      // the response is framed by closing the connection (SSE)
     std::shared_ptr<Signal> wake;  // wakes a request waiting in the queue

@@ -59,6 +59,11 @@ int main(int argc, char** argv) {
             throw std::runtime_error("refusing to listen on " + so.host +
                                      " without an API key (--api-key, or --allow-insecure-bind to accept the risk)");
         if (args.count("allowed-host")) so.allowed_hosts = args["allowed-host"].as<std::vector<std::string>>();
+        if (args.count("trusted-proxy")) so.trusted_proxies = args["trusted-proxy"].as<std::vector<std::string>>();
+        so.max_connections = args["max-connections"].as<int>();
+        so.max_connections_per_ip = args["max-connections-per-address"].as<int>();
+        if (so.max_connections < 1 || so.max_connections_per_ip < 1)
+            throw std::runtime_error("--max-connections and --max-connections-per-address must be at least 1");
         const std::string port = std::to_string(so.port);
         so.cors_origins = {"http://127.0.0.1:" + port, "http://localhost:" + port};
         if (args.count("cors-origin")) {

@@ -26,7 +26,13 @@ constexpr cli::Option kOptions[] = {
     {.name = "cors-origin", .type = Type::Strings, .value_name = "ORIGIN",
      .default_doc = "`http://127.0.0.1:PORT`, `http://localhost:PORT`",
      .doc = "allowed CORS origins besides the defaults (repeatable; * allows all)"},
+    {.name = "trusted-proxy", .type = Type::Strings, .value_name = "ADDR",
+     .doc = "a reverse proxy's address (repeatable): its X-Forwarded-For names the client the per-address cap counts"},
     // admission and limits
+    {.name = "max-connections", .type = Type::Int, .value_name = "N", .default_value = "64",
+     .doc = "open connections in all; past it a new one gets 429 and is closed"},
+    {.name = "max-connections-per-address", .type = Type::Int, .value_name = "N", .default_value = "8",
+     .doc = "connections (behind a trusted proxy: requests) per client address; past it 429, except /health and /metrics"},
     {.name = "slots", .type = Type::Int, .value_name = "N", .default_value = "4",
      .doc = "engine KV slots (conversations served at once), 1..256"},
     {.name = "ctx", .type = Type::Int, .value_name = "N", .default_value = "4096", .doc = "context per slot in tokens"},

@@ -12,6 +12,7 @@
 #include "gateway/connection.h"
 #include "gateway/web_assets.h"
 #include "protocol/fields.h"
+#include "protocol/limits.h"
 
 namespace inkling::gateway {
 
@@ -22,7 +23,13 @@ using Clock = std::chrono::steady_clock;
 
 Server::Server(asio::io_context& io, ServerOptions options, EngineSupervisor& engine, Metrics& metrics, SlotPool& slots)
     : io_(io), o_(std::move(options)), engine_(engine), metrics_(metrics), slots_(slots), acceptor_(io),
-      affinity_(o_.affinity_entries), workers_(2) {}
+      affinity_(o_.affinity_entries), workers_(2) {
+    for (const auto& p : o_.trusted_proxies) {
+        const std::string a = canonical_address(p);
+        if (a.empty()) throw std::runtime_error("--trusted-proxy " + p + " is not an IP address");
+        trusted_proxies_.push_back(a);
+    }
+}
 
 Server::~Server() { workers_.join(); }
 
@@ -53,17 +60,19 @@ awaitable<void> Server::accept_loop() {
             if (!accepting_) co_return;
             continue;
         }
-        std::string ip = socket.remote_endpoint(ec).address().to_string();
-        // Over the caps a connection gets a 429 and is closed at once, never queued.
-        if (connections_ >= o_.max_connections || per_ip_[ip] >= o_.max_connections_per_ip) {
+        std::string ip = canonical_address(socket.remote_endpoint(ec).address().to_string());
+        // Over the total cap a connection gets a 429 and is closed at once, never queued.
+        // The per-address cap is applied per request (route): /health and /metrics pass it.
+        if (connections_ >= o_.max_connections) {
             metrics_.request("other", 429);
             asio::co_spawn(io_, refuse(std::move(socket)), asio::detached);
             continue;
         }
         auto c = std::make_shared<Connection>(std::move(socket));
         c->ip = ip;
+        c->via_proxy = trusted_proxy(ip);
         ++connections_;
-        ++per_ip_[ip];
+        if (!c->via_proxy) ++per_ip_[ip];  // a proxy's connections are its users', counted per request
         asio::co_spawn(io_, serve(c), asio::detached);
     }
 }
@@ -90,12 +99,12 @@ awaitable<void> Server::serve(std::shared_ptr<Connection> c) {
     // eight leaked counts refused the address for good).
     struct Counted {
         Server& s;
-        const std::string& ip;
+        const Connection& c;
         ~Counted() {
             --s.connections_;
-            if (--s.per_ip_[ip] <= 0) s.per_ip_.erase(ip);
+            if (!c.via_proxy) s.uncount(c.ip);
         }
-    } counted{*this, c->ip};
+    } counted{*this, *c};
     beast::flat_buffer buffer;
     while (true) {
         http::request_parser<http::string_body> parser;
@@ -145,6 +154,50 @@ awaitable<void> Server::write(Connection& c, Response& res) {
     co_await http::async_write(c.stream, res, asio::redirect_error(use_awaitable, ec));
     c.stream.expires_never();
     if (ec) c.disconnected = true;
+}
+
+void Server::uncount(const std::string& address) {
+    auto it = per_ip_.find(address);
+    if (it != per_ip_.end() && --it->second <= 0) per_ip_.erase(it);
+}
+
+std::string Server::canonical_address(const std::string& text) {
+    boost::system::error_code ec;
+    auto a = asio::ip::make_address(text, ec);
+    if (ec) return {};
+    if (a.is_v6() && a.to_v6().is_v4_mapped()) return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6()).to_string();
+    return a.to_string();
+}
+
+bool Server::trusted_proxy(const std::string& address) const {
+    return std::find(trusted_proxies_.begin(), trusted_proxies_.end(), address) != trusted_proxies_.end();
+}
+
+std::string Server::client_address(const Connection& c, const Request& req) const {
+    if (!c.via_proxy) return c.ip;
+    // X-Forwarded-For from a trusted proxy: the rightmost address no trusted proxy wrote,
+    // i.e. the one the outermost trusted proxy saw. Every header line counts, in order.
+    std::vector<std::string> hops;
+    for (auto it = req.find("X-Forwarded-For"); it != req.end() && beast::iequals(it->name_string(), "X-Forwarded-For");
+         ++it) {
+        std::string value(it->value());
+        std::size_t start = 0;
+        while (start <= value.size()) {
+            std::size_t comma = value.find(',', start);
+            if (comma == std::string::npos) comma = value.size();
+            std::string hop = value.substr(start, comma - start);
+            hop.erase(0, hop.find_first_not_of(" \t"));
+            hop.erase(hop.find_last_not_of(" \t") + 1);
+            hops.push_back(hop);
+            start = comma + 1;
+        }
+    }
+    for (auto h = hops.rbegin(); h != hops.rend(); ++h) {
+        const std::string a = canonical_address(*h);
+        if (a.empty()) break;  // malformed: the proxy's own address stands for the client
+        if (!trusted_proxy(a)) return a;
+    }
+    return c.ip;
 }
 
 std::string Server::allowed_origin(const Request& req) const {
@@ -268,6 +321,15 @@ nlohmann::json Server::stats_json() const {
 }
 
 awaitable<bool> Server::route(Connection& c, Request& req) {
+    // This request's share of its client's count, given back however it ends.
+    struct Client {
+        Server& s;
+        std::string address;
+        bool counted = false;
+        ~Client() {
+            if (counted) s.uncount(address);
+        }
+    } client{*this, {}};
     std::string target(req.target());
     std::string path = target.substr(0, target.find('?'));
     const auto method = req.method();
@@ -285,6 +347,28 @@ awaitable<bool> Server::route(Connection& c, Request& req) {
             const std::string ep = "other";
             co_await write_json(c, req, 403, forbidden, ep);
             co_return false;
+        }
+        // The per-address cap: connections of a direct client, requests in flight of one
+        // behind a trusted proxy. /health and /metrics are exempt (a proxy's health check
+        // must not get a 429 because its users hold streams).
+        client.address = client_address(c, req);
+        if (c.via_proxy) {
+            ++per_ip_[client.address];
+            client.counted = true;
+        }
+        if (path != "/health" && path != "/metrics") {
+            auto it = per_ip_.find(client.address);
+            if (it != per_ip_.end() && it->second > o_.max_connections_per_ip) {
+                const nlohmann::json busy = ApiError(429, "rate_limit_error",
+                                                     "too many connections from " + client.address + " (" +
+                                                         std::to_string(o_.max_connections_per_ip) + " at most); retry",
+                                                     "", "too_many_connections", 1)
+                                                .body();
+                const std::string ep = "other";
+                req.keep_alive(false);
+                co_await write_json(c, req, 429, busy, ep, 1);
+                co_return false;
+            }
         }
         // Cross-site requests: a page on another origin can POST a "simple" request
         // (text/plain, no preflight) and the browser sends it with its Origin. Every
@@ -409,6 +493,13 @@ awaitable<bool> Server::route(Connection& c, Request& req) {
                 GenerationRequest g = chat ? parse_chat_request(body, o_.limits) : parse_completion_request(body, o_.limits);
                 if (g.prompt.find('\0') != std::string::npos)
                     throw bad_request("the prompt contains a NUL character", chat ? "messages" : "prompt");
+                // The engine's limit, checked here: bodies may be larger (audio arrives as
+                // base64), rendered prompt text may not.
+                if (g.prompt.size() > protocol::kDefaultLimits.max_prompt_bytes)
+                    throw bad_request("the prompt is " + std::to_string(g.prompt.size()) +
+                                          " bytes once rendered; the engine takes at most " +
+                                          std::to_string(protocol::kDefaultLimits.max_prompt_bytes),
+                                      chat ? "messages" : "prompt");
                 parsed = std::move(g);
             } catch (const ApiError& e) {
                 refused = e;

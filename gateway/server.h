@@ -25,6 +25,7 @@ struct ServerOptions {
     std::size_t max_body = 32u << 20;        // bytes (audio comes base64 inside JSON)
     std::chrono::seconds read_deadline{30};
     int max_connections = 64, max_connections_per_ip = 8;
+    std::vector<std::string> trusted_proxies;  // peers whose X-Forwarded-For names the client
     std::chrono::seconds queue_timeout{300};
     std::chrono::seconds engine_wait{120};   // how long a request waits for a (re)starting engine
     int retries = 3;                         // resubmissions after the engine died before ACCEPT
@@ -58,6 +59,12 @@ private:
     // No Origin, an allowed one (--cors-origin), or the gateway's own (scheme://Host).
     bool origin_permitted(const http::request<http::string_body>& req) const;
     bool authorized(const http::request<http::string_body>& req) const;
+    // The address the per-address cap counts: the peer, or for a trusted proxy the client
+    // its X-Forwarded-For names.
+    std::string client_address(const Connection& c, const http::request<http::string_body>& req) const;
+    bool trusted_proxy(const std::string& address) const;
+    static std::string canonical_address(const std::string& text);  // "" if not an IP
+    void uncount(const std::string& address);
     bool host_allowed(const http::request<http::string_body>& req) const;
     nlohmann::json stats_json() const;
     std::string health_state(int& status, int& retry_after, nlohmann::json& body) const;
@@ -68,7 +75,8 @@ private:
     Metrics& metrics_;
     SlotPool& slots_;
     asio::ip::tcp::acceptor acceptor_;
-    std::map<std::string, int> per_ip_;
+    std::map<std::string, int> per_ip_;  // connections (direct) and requests (via a proxy) per client
+    std::vector<std::string> trusted_proxies_;
     int connections_ = 0, active_requests_ = 0;
     std::uint64_t request_counter_ = 0;
     AffinityMap affinity_;  // conversation → the slot that last served it

@@ -23,6 +23,8 @@ public:
     Pump pump(int timeout_ms);
     std::optional<ReadItem> next() { return reader_.next(); }
     bool eof() const { return eof_; }
+    // Inside a frame: its header or payload is only partly in (the rest is on its way).
+    bool mid_frame() const { return reader_.mid_frame(); }
     int fd() const { return fd_; }
 
 private:

@@ -68,6 +68,20 @@ int serve_stdio(Scheduler& scheduler) {
         }
         if (!draining) {
             auto pumped = in.pump(scheduler.busy() ? 0 : 250);
+            // A frame in progress is read to its end before the round (a 16 MiB SUBMIT is
+            // 256 pipe-fulls), and so is whatever follows it that is already there: a
+            // CANCEL or STOP written behind a big SUBMIT takes effect before the next token.
+            // A writer that stops mid-frame for 1 s lets the round go on.
+            for (int stalled_ms = 0; pumped == protocol::FrameSource::Pump::Data && stalled_ms < 1000;) {
+                const bool partial = in.mid_frame();
+                pumped = in.pump(partial ? 10 : 0);
+                if (pumped == protocol::FrameSource::Pump::Data) {
+                    stalled_ms = 0;
+                } else if (pumped == protocol::FrameSource::Pump::Timeout && partial) {
+                    stalled_ms += 10;
+                    pumped = protocol::FrameSource::Pump::Data;
+                }
+            }
             while (auto item = in.next()) {
                 if (const auto* p = std::get_if<protocol::Problem>(&*item)) {
                     std::fprintf(stderr, "[serve] id=%s %s: %s\n", p->id.c_str(),

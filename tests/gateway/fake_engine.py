@@ -13,6 +13,7 @@ ACCEPT, one DATA "ok" and a DONE; CANCEL → ERROR CANCELLED; STATS → a STATS 
   --fake-stderr-flood N   first write N lines of 100 000 bytes each to stderr
   --fake-exit-after-ready CODE
                           exit with CODE right after READY (and --fake-stderr)
+  --fake-hold             answer a SUBMIT with ACCEPT and one DATA, then nothing until CANCEL
   --fake-refuse CODE      answer every SUBMIT with ERROR <id> CODE instead of running it
   --fake-linger           at EOF on stdin, stay alive until killed (as an engine finishing
                           a long request would)
@@ -95,6 +96,8 @@ def main():
                 continue
             send(f"ACCEPT {rid} 1 reused=0\n".encode())
             send(f"DATA {rid} 2\nok\n".encode())
+            if "--fake-hold" in sys.argv:
+                continue
             send(f"DONE {rid} STAT 1 1.000 100.0 0.001 1 0\n".encode())
         elif f[0] == b"CANCEL":
             send(f"ERROR {f[1].decode()} CANCELLED\n".encode())

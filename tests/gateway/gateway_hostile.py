@@ -149,6 +149,12 @@ def small_ones(g):
     head, _, rest = answer.partition(b"\r\n\r\n")
     report("HEAD /health sends the headers (Content-Length too) and no body",
            head.startswith(b"HTTP/1.1 200") and b"Content-Length: " in head and rest == b"", answer[:300])
+    # Item 12: the rendered prompt must fit the engine's 16 MiB, whatever the body cap.
+    big = json.dumps({"model": "demo-model", "max_tokens": 1, "messages": [{"role": "user", "content": "z" * (17 << 20)}]})
+    st, resp, _ = g.request("POST", "/v1/chat/completions", big)
+    e = error_of(resp)
+    report("a prompt over the engine's 16 MiB is a 400 from the gateway naming the limit",
+           st == 400 and e and e["param"] == "messages" and "at most 16777216" in e["message"], (st, resp[:300]))
     body = json.loads(CHAT)
     body["cache_slot"] = 2 ** 32
     st, resp, _ = g.request("POST", "/v1/chat/completions", json.dumps(body))

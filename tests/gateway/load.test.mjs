@@ -194,7 +194,10 @@ await r.check('load/idle-after-load', async () => {
     let st;
     while (Date.now() < end) {
         st = await stats(base, apiKey);
-        if (st.gateway.active === 0 && st.gateway.queued === 0) break;
+        // engine.stats is the engine's latest STATS frame: /v1/stats asks for a fresh one
+        // and answers with the one before, so a slot freed by the last CANCEL shows a poll later.
+        const engineIdle = (st.engine.stats?.slots || []).every((s) => !s.busy);
+        if (st.gateway.active === 0 && st.gateway.queued === 0 && engineIdle) break;
         await sleep(200);
     }
     assertEq(st.gateway.active, 0, 'gateway.active after the load');

@@ -18,7 +18,7 @@ BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FAKE = os.path.join(ROOT, "tests", "gateway", "fake_engine.py")
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-from lib import Checks, Gateway  # noqa: E402
+from lib import Checks, Gateway, read_until  # noqa: E402
 
 checks = Checks("supervisor e2e")
 report = checks.report
@@ -157,8 +157,58 @@ def affinity_memory():
         g.stop()
 
 
+def held_stream(g, forwarded_for=None):
+    """A streaming request the --fake-hold engine never finishes, read up to its first token."""
+    s = socket.create_connection(("127.0.0.1", g.port), timeout=20)
+    body = json.dumps({"model": "fake", "stream": True, "max_tokens": 5, "messages": [{"role": "user", "content": "hold"}]})
+    xff = f"X-Forwarded-For: {forwarded_for}\r\n" if forwarded_for else ""
+    s.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{xff}"
+               f"Content-Length: {len(body)}\r\n\r\n{body}").encode())
+    read_until(s, b'"content":"ok"', timeout=20)
+    return s
+
+
+def status_via(g, path, forwarded_for=None):
+    headers = {"X-Forwarded-For": forwarded_for} if forwarded_for else {}
+    return request(g, "GET", path, headers=headers, timeout=10)[0]
+
+
+def proxies_and_caps():
+    """Item 6: the caps are flags, /health and /metrics pass the per-address cap, and
+    X-Forwarded-For is honoured only from --trusted-proxy addresses."""
+    g = start("--fake-hold", extra=["--max-connections-per-address", "2", "--slots", "8"])
+    try:
+        held = [held_stream(g) for _ in range(2)]
+        got = {p: status_via(g, p) for p in ("/v1/models", "/health", "/metrics")}
+        report("--max-connections-per-address 2: a third connection gets 429 on /v1/models, 200 on /health and /metrics",
+               got == {"/v1/models": 429, "/health": 200, "/metrics": 200}, got)
+        spoofed = status_via(g, "/v1/models", forwarded_for="10.9.9.9")
+        report("X-Forwarded-For from a peer that is not a trusted proxy is ignored", spoofed == 429, spoofed)
+        for s in held:
+            s.close()
+    finally:
+        g.stop()
+    g = start("--fake-hold", extra=["--max-connections-per-address", "2", "--slots", "8", "--trusted-proxy", "127.0.0.1"])
+    try:
+        held = [held_stream(g, "10.0.0.1") for _ in range(2)]
+        held += [held_stream(g, "10.0.0.2, 127.0.0.1")]  # a chain: the rightmost untrusted hop
+        got = {"10.0.0.1": status_via(g, "/v1/models", "10.0.0.1"), "10.0.0.2": status_via(g, "/v1/models", "10.0.0.2"),
+               "health": status_via(g, "/health", "10.0.0.1")}
+        report("behind a trusted proxy the cap counts each X-Forwarded-For client's requests, not the proxy's address",
+               got == {"10.0.0.1": 429, "10.0.0.2": 200, "health": 200}, got)
+        for s in held:
+            s.close()
+    finally:
+        g.stop()
+    r = subprocess.run([os.path.join(BUILD, "inkling-gateway"), "--model", ROOT, "--engine", FAKE,
+                        "--trusted-proxy", "nginx.local", "--port", "1"], capture_output=True, text=True, timeout=30)
+    report("a --trusted-proxy that is not an IP address is refused at start-up",
+           r.returncode != 0 and "--trusted-proxy nginx.local is not an IP address" in r.stderr, r.stderr[-300:])
+
+
 def main():
     flag_ranges()
+    proxies_and_caps()
     affinity_memory()
     malformed_telemetry()
     last_words()

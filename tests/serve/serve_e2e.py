@@ -63,5 +63,22 @@ checks.report("a DMel byte above 15 is ERROR AUDIO_MISMATCH naming the byte and 
               and "byte 16 at offset 41" in " ".join(frames[0].fields), [f.fields for f in frames])
 serves_on(eng, "DMel byte 16")
 
+# Item 12: a CANCEL written right behind a 16 MiB SUBMIT takes effect before the next token
+# of the request it cancels (the engine read 64 KiB of stdin a round: 256 rounds, 256 tokens).
+# One write: the request, a 16 MiB SUBMIT (refused SLOT_BUSY once read) and the CANCEL.
+eng.send(wire.submit("long", 0, b"1 2 3", 400, ids=1, reset=1) + wire.submit("big", 0, b"x" * (16 << 20), 1, ids=1)
+         + wire.cancel("long"))
+late = 0
+ended = {}
+while len(ended) < 2:
+    f = eng.frame()
+    if f.kind == "DATA" and f.fields[1] == "long":
+        late += 1
+    if f.kind in ("DONE", "ERROR") and f.fields[1] in ("long", "big"):
+        ended[f.fields[1]] = f.fields[2] if f.kind == "ERROR" else "DONE"
+checks.report(f"a CANCEL behind a 16 MiB SUBMIT ends the request within a round ({late} more tokens, at most 2)",
+              ended.get("long") == "CANCELLED" and late <= 2, (ended, late))
+serves_on(eng, "cancel behind a big frame")
+
 checks.report("the engine exits 0 at EOF", eng.close() == 0)
 sys.exit(checks.finish())
