@@ -5,7 +5,7 @@ set -euo pipefail
 build="$1"
 seconds="${2:-20}"
 root="$(cd "$(dirname "$0")" && pwd)"
-for target in fuzz-frame-reader fuzz-submit-header; do
+for target in fuzz-frame-reader fuzz-submit-header fuzz-wav fuzz-openai-request; do
     corpus="$build/corpus-$target"
     mkdir -p "$corpus"
     seeds="$root/corpus/${target#fuzz-}"
