@@ -31,7 +31,8 @@ awaitable<std::optional<EngineEvent>> RequestStream::next(asio::steady_timer::ti
 
 struct EngineSupervisor::Child {
     Child(asio::io_context& io, const std::vector<std::string>& argv)
-        : in(io), out(io), err(io), wake_writer(io.get_executor()), stderr_closed(io.get_executor()) {
+        : in(io), out(io), err(io), wake_writer(io.get_executor()), stderr_closed(io.get_executor()),
+          watchdog_wake(io.get_executor()) {
         std::vector<std::string> args(argv.begin() + 1, argv.end());
         // The engine gets its own process group: a Ctrl-C at the gateway's terminal drains
         // through the gateway (which then closes the engine's stdin) instead of killing it.
@@ -51,11 +52,16 @@ struct EngineSupervisor::Child {
     bool stderr_done = false;
     bool dead = false;
     bool ready = false;
+    Clock::time_point ready_at{};
+    Clock::time_point started_at = Clock::now(), last_frame_at = Clock::now();
+    std::string unresponsive;  // why the watchdog killed it ("" if it did not)
+    Signal watchdog_wake;      // the engine died: the watchdog ends
     std::string last_stderr;  // this engine's last non-empty stderr line
 };
 
 EngineSupervisor::EngineSupervisor(asio::io_context& io, Options options, Metrics& metrics)
-    : io_(io), options_(std::move(options)), metrics_(metrics), state_changed_(io.get_executor()) {}
+    : io_(io), options_(std::move(options)), metrics_(metrics), state_changed_(io.get_executor()),
+      wake_supervisor_(io.get_executor()) {}
 
 EngineSupervisor::~EngineSupervisor() {
     if (child_ && child_->process.valid() && child_->process.running()) {
@@ -68,6 +74,7 @@ const char* EngineSupervisor::state_name(State s) {
     switch (s) {
     case State::Starting: return "starting";
     case State::Ready: return "ready";
+    case State::Unresponsive: return "unresponsive";
     case State::Restarting: return "restarting";
     case State::Failed: return "failed";
     case State::Stopped: return "stopped";
@@ -89,75 +96,96 @@ long EngineSupervisor::pid() const { return child_ && !child_->dead ? static_cas
 void EngineSupervisor::start() { asio::co_spawn(io_, supervise(), asio::detached); }
 
 awaitable<void> EngineSupervisor::supervise() {
-    std::deque<Clock::time_point> crashes;
+    // A crash loop is deaths before READY or within options_.settle of it; each one doubles
+    // the wait before the next start (backoff_first .. backoff_max). An engine that served
+    // for longer is restarted at once, however often that happens. It never gives up: a
+    // crash loop only says "failed" (and why, and when the next attempt is) while it lasts.
     auto backoff = options_.backoff_first;
-    asio::steady_timer timer(io_);
     while (!stopping_) {
         set_state(restarts_ == 0 ? State::Starting : State::Restarting, reason_);
         std::shared_ptr<Child> child;
+        std::string why;
+        bool was_ready = false, planned = false;
+        Clock::time_point ready_at{};
         try {
             child = std::make_shared<Child>(io_, options_.argv);
         } catch (const std::exception& e) {
-            set_state(State::Failed, std::string("cannot start the engine: ") + e.what());
-            co_return;
+            why = std::string("could not be started: ") + e.what();
         }
-        child_ = child;
-        std::fprintf(stderr, "[engine] started pid %ld: %s …\n", pid(), options_.argv[0].c_str());
-        const auto started = Clock::now();
-        asio::co_spawn(io_, write_loop(child), asio::detached);
-        asio::co_spawn(io_, stderr_loop(child), asio::detached);
-        bool read_failed = false;
-        try {
-            co_await read_loop(child);
-        } catch (const std::exception& e) {
-            std::fprintf(stderr, "[engine] reading the engine failed: %s: killing it\n", e.what());
-            read_failed = true;
-        }
-        if (read_failed) {
-            std::error_code kec;
-            child->process.terminate(kec);
-        }
+        if (child) {
+            child_ = child;
+            std::fprintf(stderr, "[engine] started pid %ld: %s …\n", pid(), options_.argv[0].c_str());
+            asio::co_spawn(io_, write_loop(child), asio::detached);
+            asio::co_spawn(io_, stderr_loop(child), asio::detached);
+            asio::co_spawn(io_, watchdog(child), asio::detached);
+            bool read_failed = false;
+            try {
+                co_await read_loop(child);
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "[engine] reading the engine failed: %s: killing it\n", e.what());
+                read_failed = true;
+            }
+            if (read_failed) {
+                std::error_code kec;
+                child->process.terminate(kec);
+            }
 
-        // The engine is gone: reap it and tell every request still waiting.
-        child->dead = true;
-        child->wake_writer.notify();
-        std::error_code ec;
-        child->process.wait(ec);
-        // Its last words: stderr up to EOF (bounded: a grandchild may hold the pipe open).
-        const auto words_deadline = Clock::now() + std::chrono::seconds(2);
-        while (!child->stderr_done && Clock::now() < words_deadline) co_await child->stderr_closed.wait(words_deadline);
-        const int code = child->process.exit_code();
-        const int native = child->process.native_exit_code();
-        std::string why = WIFSIGNALED(native) ? "killed by signal " + std::to_string(WTERMSIG(native))
-                                              : "exited with status " + std::to_string(code);
-        if (!child->last_stderr.empty()) why += " (its last stderr line: " + child->last_stderr + ")";
-        const bool clean = !WIFSIGNALED(native) && code == 0;
-        for (auto& [id, stream] : streams_) stream->push(EngineDied{stream->accepted, why});
-        streams_.clear();
+            // The engine is gone: reap it and tell every request still waiting.
+            child->dead = true;
+            child->wake_writer.notify();
+            child->watchdog_wake.notify();
+            std::error_code ec;
+            child->process.wait(ec);
+            // Its last words: stderr up to EOF (bounded: a grandchild may hold the pipe open).
+            const auto words_deadline = Clock::now() + std::chrono::seconds(2);
+            while (!child->stderr_done && Clock::now() < words_deadline) co_await child->stderr_closed.wait(words_deadline);
+            const int code = child->process.exit_code();
+            const int native = child->process.native_exit_code();
+            why = WIFSIGNALED(native) ? "killed by signal " + std::to_string(WTERMSIG(native))
+                                      : "exited with status " + std::to_string(code);
+            if (!child->unresponsive.empty()) why = child->unresponsive + ", " + why;
+            if (!child->last_stderr.empty()) why += " (its last stderr line: " + child->last_stderr + ")";
+            const bool clean = !WIFSIGNALED(native) && code == 0;
+            for (auto& [id, stream] : streams_) stream->push(EngineDied{stream->accepted, why});
+            streams_.clear();
+            was_ready = child->ready;
+            ready_at = child->ready_at;
+            // A clean exit we asked for (device lost → restart when idle) is not a crash.
+            planned = clean && restart_when_idle_;
+            restart_when_idle_ = false;
+        }
         if (stopping_) break;
         ++restarts_;
         metrics_.engine_restarts.inc();
-        // A clean exit we asked for (device lost → restart when idle) is not a crash.
-        const bool planned = clean && restart_when_idle_;
-        restart_when_idle_ = false;
-        if (!planned) {
-            crashes.push_back(Clock::now());
-            while (!crashes.empty() && Clock::now() - crashes.front() > options_.crash_loop_window) crashes.pop_front();
-            if (static_cast<int>(crashes.size()) >= options_.crash_loop_limit) {
-                set_state(State::Failed, "engine " + why + "; " + std::to_string(crashes.size()) + " crashes within " +
-                                             std::to_string(options_.crash_loop_window.count()) + " s: giving up");
-                co_return;
-            }
+        const bool quick = !was_ready || Clock::now() - ready_at < options_.settle;
+        std::chrono::milliseconds delay{0};
+        if (planned) {
+            quick_deaths_ = 0;
+        } else if (quick) {
+            ++quick_deaths_;
+            delay = backoff;
+            backoff = std::min(backoff * 2, options_.backoff_max);
+        } else {
+            quick_deaths_ = 0;
+            backoff = options_.backoff_first;
         }
-        // Back off after quick deaths; an engine that ran a while restarts at once.
-        if (Clock::now() - started > std::chrono::seconds(30)) backoff = options_.backoff_first;
-        set_state(State::Restarting, "engine " + why);
-        timer.expires_after(planned ? std::chrono::milliseconds(0) : backoff);
-        boost::system::error_code wait_ec;
-        co_await timer.async_wait(asio::redirect_error(use_awaitable, wait_ec));
-        backoff = std::min(backoff * 2, options_.backoff_max);
+        next_attempt_ = Clock::now() + delay;
+        const std::string when = delay.count() > 0 ? "; next attempt in " + protocol::format_fixed(delay.count() / 1000.0, 1) + " s"
+                                                   : "; restarting now";
+        if (quick_deaths_ >= options_.crash_loop_limit)
+            set_state(State::Failed, "crash loop: " + std::to_string(quick_deaths_) + " deaths in a row before or within " +
+                                         std::to_string(options_.settle.count()) + " s of READY; the last: engine " + why +
+                                         when);
+        else
+            set_state(State::Restarting, "engine " + why + when);
+        while (!stopping_ && Clock::now() < next_attempt_) co_await wake_supervisor_.wait(next_attempt_);
     }
     set_state(State::Stopped, "");
+}
+
+double EngineSupervisor::seconds_to_next_attempt() const {
+    if (state_ != State::Failed && state_ != State::Restarting) return 0;
+    return std::max(0.0, std::chrono::duration<double>(next_attempt_ - Clock::now()).count());
 }
 
 awaitable<void> EngineSupervisor::read_loop(std::shared_ptr<Child> child) {
@@ -168,6 +196,7 @@ awaitable<void> EngineSupervisor::read_loop(std::shared_ptr<Child> child) {
         boost::system::error_code ec;
         std::size_t n = co_await child->out.async_read_some(asio::buffer(buf), asio::redirect_error(use_awaitable, ec));
         if (ec || n == 0) break;
+        child->last_frame_at = Clock::now();  // any bytes: the engine is alive
         // The first bytes must be exactly the sentinel; anything else means a broken engine.
         if (first && std::string_view(buf.data(), std::min(n, protocol::kReadySentinel.size())) !=
                          protocol::kReadySentinel.substr(0, std::min(n, protocol::kReadySentinel.size()))) {
@@ -191,6 +220,7 @@ awaitable<void> EngineSupervisor::read_loop(std::shared_ptr<Child> child) {
             const auto& frame = std::get<protocol::Frame>(*item);
             if (std::holds_alternative<protocol::Ready>(frame)) {
                 child->ready = true;
+                child->ready_at = Clock::now();
                 set_state(State::Ready, "");
                 continue;
             }
@@ -262,6 +292,43 @@ void EngineSupervisor::close_if_idle() {
     if (restart_when_idle_ && streams_.empty() && child_ && child_->in.is_open()) {
         boost::system::error_code ec;
         child_->in.close(ec);
+    }
+}
+
+// Liveness: a frozen engine (kill -STOP, a deadlock) answers nothing and closes nothing.
+// Every `ping` the watchdog asks for STATS (the engine answers between rounds); no bytes at
+// all within `deadline` of the ask, or no READY within `start_deadline` of the start, and
+// the engine is killed (SIGKILL: a stopped process ignores the rest); supervise() restarts it.
+awaitable<void> EngineSupervisor::watchdog(std::shared_ptr<Child> child) {
+    auto kill_it = [&](std::string why) {
+        std::fprintf(stderr, "[engine] pid %ld %s: killing it\n", static_cast<long>(child->process.id()), why.c_str());
+        child->unresponsive = why;
+        set_state(State::Unresponsive, why);
+        ::kill(static_cast<pid_t>(child->process.id()), SIGKILL);
+    };
+    while (!child->dead) {
+        if (!child->ready) {
+            const auto limit = child->started_at + options_.start_deadline;
+            if (Clock::now() >= limit) {
+                kill_it("unresponsive: no READY within " + std::to_string(options_.start_deadline.count() / 1000) + " s");
+                co_return;
+            }
+            co_await child->watchdog_wake.wait(std::min(limit, Clock::now() + options_.ping));
+            continue;
+        }
+        co_await child->watchdog_wake.wait(Clock::now() + options_.ping);
+        if (child->dead) co_return;
+        const auto asked = Clock::now();
+        send(protocol::StatsRequest{});
+        const auto limit = asked + options_.deadline;
+        while (!child->dead && child->last_frame_at < asked && Clock::now() < limit)
+            co_await child->watchdog_wake.wait(std::min(limit, Clock::now() + std::chrono::milliseconds(100)));
+        if (child->dead) co_return;
+        if (child->last_frame_at < asked) {
+            kill_it("unresponsive: no answer to STATS within " + protocol::format_fixed(options_.deadline.count() / 1000.0, 1) +
+                    " s");
+            co_return;
+        }
     }
 }
 
@@ -364,6 +431,7 @@ void EngineSupervisor::kill_engine() {
 awaitable<void> EngineSupervisor::shutdown() {
     stopping_ = true;
     state_changed_.notify();
+    wake_supervisor_.notify();
     if (child_ && !child_->dead) {
         boost::system::error_code ec;
         child_->in.close(ec);  // EOF: the engine finishes its requests and exits 0

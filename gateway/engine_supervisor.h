@@ -4,7 +4,8 @@
 // Named states, one log line per transition:
 //
 //   starting → ready → (exit | crash | device lost) → restarting → starting …
-//                                         crash loop → failed (until the gateway restarts)
+//   crash loop (deaths before READY or soon after) → failed → (backoff) → restarting …
+// It never gives up: failed says why and when the next attempt is.
 //
 // Everything runs on the gateway's one io_context thread.
 #pragma once
@@ -57,12 +58,16 @@ private:
 
 class EngineSupervisor {
 public:
-    enum class State { Starting, Ready, Restarting, Failed, Stopped };
+    enum class State { Starting, Ready, Unresponsive, Restarting, Failed, Stopped };
     struct Options {
         std::vector<std::string> argv;       // the engine command line
-        std::chrono::milliseconds backoff_first{250}, backoff_max{8000};
-        int crash_loop_limit = 5;            // crashes within the window → failed
-        std::chrono::seconds crash_loop_window{60};
+        // Waits before restarting after a quick death: doubling from first to max.
+        std::chrono::milliseconds backoff_first{250}, backoff_max{30000};
+        std::chrono::seconds settle{5};   // a death sooner than this after READY is a quick one
+        int crash_loop_limit = 3;         // quick deaths in a row → "failed" (still retrying)
+        // The watchdog: a STATS request every `ping`; no frame within `deadline` of it (or no
+        // READY within `start_deadline` of the start) → unresponsive: killed and restarted.
+        std::chrono::milliseconds ping{5000}, deadline{15000}, start_deadline{600000};
     };
 
     EngineSupervisor(asio::io_context& io, Options options, Metrics& metrics);
@@ -73,6 +78,8 @@ public:
     awaitable<void> shutdown();
 
     State state() const { return state_; }
+    // While restarting or failed: seconds until the next start (0 otherwise, or now).
+    double seconds_to_next_attempt() const;
     static const char* state_name(State s);
     const std::string& reason() const { return reason_; }
     int restarts() const { return restarts_; }
@@ -104,6 +111,7 @@ private:
     awaitable<void> read_loop(std::shared_ptr<Child> child);
     awaitable<void> write_loop(std::shared_ptr<Child> child);
     awaitable<void> stderr_loop(std::shared_ptr<Child> child);
+    awaitable<void> watchdog(std::shared_ptr<Child> child);
     void send(const protocol::Frame& frame);
     void on_frame(const protocol::Frame& frame);
     void set_state(State s, std::string reason);
@@ -123,6 +131,9 @@ private:
     std::deque<std::string> stderr_tail_;
     std::string last_stderr_;
     Signal state_changed_;
+    Signal wake_supervisor_;  // ends a backoff wait early (shutdown)
+    int quick_deaths_ = 0;
+    std::chrono::steady_clock::time_point next_attempt_{};
 };
 
 }  // namespace inkling::gateway

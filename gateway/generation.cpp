@@ -4,6 +4,7 @@
 // channel splitter and the stop filter, and CANCEL when the client goes away.
 #include <sys/socket.h>
 
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <random>
@@ -139,7 +140,8 @@ awaitable<void> Server::generate(Connection& c, const Request& req, GenerationRe
             failure = ApiError(503, "server_error", "the engine is not available (" +
                                                         std::string(EngineSupervisor::state_name(engine_.state())) +
                                                         (engine_.reason().empty() ? "" : ": " + engine_.reason()) + ")",
-                               "", "engine_unavailable", engine_.state() == EngineSupervisor::State::Failed ? 30 : 2);
+                               "", "engine_unavailable",
+                               std::max(1, static_cast<int>(std::ceil(engine_.seconds_to_next_attempt()))));
             break;
         }
         protocol::Submit s;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <random>
@@ -290,9 +291,13 @@ std::string Server::health_state(int& status, int& retry_after, nlohmann::json& 
     std::string name = EngineSupervisor::state_name(state);
     if (!accepting_) name = "draining";
     status = state == EngineSupervisor::State::Ready && accepting_ ? 200 : 503;
-    retry_after = status == 200 ? 0 : (state == EngineSupervisor::State::Failed ? 30 : 1);
+    const double next = engine_.seconds_to_next_attempt();
+    retry_after = status == 200 ? 0 : std::max(1, static_cast<int>(std::ceil(next)));
     body = {{"status", status == 200 ? "ok" : name}};
-    if (status != 200) body["reason"] = engine_.reason();
+    if (status != 200) {
+        body["reason"] = engine_.reason();
+        if (next > 0) body["retry_in_s"] = std::round(next * 10) / 10;
+    }
     return name;
 }
 
@@ -301,6 +306,7 @@ nlohmann::json Server::stats_json() const {
                              {"pid", engine_.pid()},
                              {"restarts", engine_.restarts()},
                              {"reason", engine_.reason()},
+                             {"retry_in_s", engine_.seconds_to_next_attempt()},
                              {"last_stderr", engine_.last_stderr()},
                              {"stderr_tail", engine_.stderr_tail()},
                              {"info", engine_.info()},

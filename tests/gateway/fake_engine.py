@@ -15,6 +15,8 @@ ACCEPT, one DATA "ok" and a DONE; CANCEL → ERROR CANCELLED; STATS → a STATS 
                           exit with CODE right after READY (and --fake-stderr)
   --fake-hold             answer a SUBMIT with ACCEPT and one DATA, then nothing until CANCEL
   --fake-refuse CODE      answer every SUBMIT with ERROR <id> CODE instead of running it
+  --fake-hang-before-ready
+                          never send READY: wait until killed (a load that hangs)
   --fake-linger           at EOF on stdin, stay alive until killed (as an engine finishing
                           a long request would)
 
@@ -60,6 +62,8 @@ def inherited_fds():
 
 def main():
     fds = inherited_fds()
+    if "--fake-hang-before-ready" in sys.argv:
+        signal.pause()
     send(READY)
     payload_frame("STATS", json.dumps({"kind": "info", "model": "fake", "slots": 4, "vocab": 100, "tokenizer": True,
                                        "fds": {str(k): v for k, v in sorted(fds.items())}}))

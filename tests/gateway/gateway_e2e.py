@@ -225,20 +225,27 @@ def main():
     report("SIGTERM: the stream in flight finishes, then exit 0",
            rest.rstrip().endswith("data: [DONE]") and '"error"' not in rest and code == 0, (code, rest[-200:]))
 
-    # -- a crash loop: after the cap the gateway gives up and says why ----------------------
+    # -- a crash loop: /health says failed, why and when the next attempt is; it keeps trying --
     gw = Started([os.path.join(BUILD, "inkling-gateway"), "--model", MODEL, "--engine", "/bin/false"], wait=False)
     try:
-        body, status, deadline = b"", 0, time.time() + 40
+        body, status, headers, deadline = b"", 0, {}, time.time() + 40
         while time.time() < deadline:
             try:
-                status, body, _ = gw.request("GET", "/health", timeout=5)
-                if b"giving up" in body:
+                status, body, headers = gw.request("GET", "/health", timeout=5)
+                if b"crash loop" in body:
                     break
             except OSError:
                 pass
             time.sleep(0.2)
-        report("an engine that keeps crashing: /health 503 'failed' with the reason after the crash-loop cap",
-               status == 503 and b'"failed"' in body and b"giving up" in body, (status, body))
+        report("an engine that keeps crashing: /health 503 'failed', the reason and the next attempt",
+               status == 503 and b'"failed"' in body and b"crash loop" in body and b"next attempt in" in body
+               and b"retry_in_s" in body and int(headers.get("Retry-After", "0")) >= 1, (status, body, headers))
+        first = json.loads(gw.request("GET", "/v1/stats", timeout=5)[1])["engine"]["restarts"]
+        later, deadline = first, time.time() + 30
+        while time.time() < deadline and later <= first:
+            later = json.loads(gw.request("GET", "/v1/stats", timeout=5)[1])["engine"]["restarts"]
+            time.sleep(0.2)
+        report("... and it never gives up: the next attempt comes", later > first, (first, later))
     finally:
         gw.stop()
 

@@ -206,8 +206,100 @@ def proxies_and_caps():
            r.returncode != 0 and "--trusted-proxy nginx.local is not an IP address" in r.stderr, r.stderr[-300:])
 
 
+def health_until(g, wanted, seconds=60):
+    """Polls /health until `wanted(status, body)`; every (status, body) seen, in order."""
+    seen, deadline = [], time.time() + seconds
+    while time.time() < deadline:
+        st, body, _ = request(g, "GET", "/health", timeout=5)
+        seen.append((st, body))
+        if wanted(st, body):
+            break
+        time.sleep(0.05)
+    return seen
+
+
+def restarts(g):
+    """engine.restarts from /v1/stats (-1 while the gateway does not answer)."""
+    st, body, _ = request(g, "GET", "/v1/stats", timeout=5)
+    return json.loads(body)["engine"]["restarts"] if st == 200 else -1
+
+
+def never_gives_up():
+    """Item 4: deaths before READY or soon after it back off exponentially and say so; an
+    engine that served before it died is restarted at once; nothing stops it for good."""
+    g = start("--fake-exit-after-ready", "1", wait=False, extra=["--restart-backoff-max", "2"])
+    try:
+        seen = health_until(g, lambda st, b: b"crash loop" in b)
+        body = seen[-1][1]
+        report("quick deaths: /health 503 'failed', 'crash loop', the next attempt",
+               seen[-1][0] == 503 and b'"failed"' in body and b"crash loop: 3 deaths in a row" in body
+               and b"next attempt in" in body, seen[-1])
+        first = restarts(g)
+        deadline = time.time() + 30
+        while time.time() < deadline and restarts(g) < first + 3:
+            time.sleep(0.1)
+        report("... the backoff is capped (--restart-backoff-max 2) and it keeps trying", restarts(g) >= first + 3,
+               (first, restarts(g)))
+    finally:
+        g.stop()
+    # --restart-settle 0: every death after READY counts as served: restarted at once, never failed.
+    g = start("--fake-exit-after-ready", "1", wait=False, extra=["--restart-settle", "0"])
+    try:
+        seen, count, deadline = [], 0, time.time() + 30
+        while time.time() < deadline and count < 8:
+            seen.append(request(g, "GET", "/health", timeout=5)[1])
+            count = restarts(g)
+        report("engines that die after READY are restarted at once, and never marked failed",
+               count >= 8 and not any(b'"failed"' in b for b in seen), (count, [b for b in seen if b'"failed"' in b][:2]))
+    finally:
+        g.stop()
+
+
+def frozen_engine():
+    """Item 3: a frozen engine (kill -STOP) is noticed by the watchdog: /health 503
+    unresponsive, the engine killed and restarted; requests do not hang."""
+    g = start(extra=["--engine-ping", "1", "--engine-deadline", "2"])
+    stopped = 0
+    try:
+        stopped = json.loads(request(g, "GET", "/v1/stats", timeout=5)[1])["engine"]["pid"]
+        os.kill(stopped, signal.SIGSTOP)
+        seen = health_until(g, lambda st, b: b"unresponsive" in b, seconds=30)
+        report("after kill -STOP of the engine, /health turns 503 'unresponsive' (no answer to STATS within 2 s)",
+               seen[-1][0] == 503 and b"no answer to STATS within 2.0 s" in seen[-1][1], seen[-1])
+        seen = health_until(g, lambda st, b: st == 200, seconds=30)
+        pid = json.loads(request(g, "GET", "/v1/stats", timeout=5)[1])["engine"]["pid"]
+        report("... the frozen engine is killed and a new one serves", seen[-1][0] == 200 and pid not in (0, stopped)
+               and (not os.path.exists(f"/proc/{stopped}/status") or _zombie(stopped)), (seen[-1], pid, stopped))
+        st, body, _ = request(g, "POST", "/v1/chat/completions", CHAT, timeout=20)
+        report("... and requests are answered again", st == 200, (st, body[:200]))
+    finally:
+        if stopped:
+            try:
+                os.kill(stopped, signal.SIGKILL)
+            except OSError:
+                pass
+        g.stop()
+    g = start("--fake-hang-before-ready", wait=False, extra=["--engine-start-deadline", "2"])
+    try:
+        seen = health_until(g, lambda st, b: b"no READY within 2 s" in b, seconds=30)
+        report("an engine that never sends READY is unresponsive after --engine-start-deadline and restarted",
+               b"no READY within 2 s" in seen[-1][1], seen[-1])
+    finally:
+        g.stop()
+
+
+def _zombie(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return any(line.startswith("State:") and "Z" in line for line in f)
+    except OSError:
+        return True
+
+
 def main():
     flag_ranges()
+    frozen_engine()
+    never_gives_up()
     proxies_and_caps()
     affinity_memory()
     malformed_telemetry()
