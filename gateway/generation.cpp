@@ -195,11 +195,28 @@ awaitable<void> Server::generate(Connection& c, const Request& req, GenerationRe
 
     // ---- the answer -------------------------------------------------------------------
     auto& socket = c.stream.socket();
+    // Every write has a deadline: a client that stops reading (a full receive window) for
+    // --write-deadline seconds is treated as gone: CANCEL, slot freed, connection closed.
     auto send = [&](const std::string& bytes) -> awaitable<void> {
         if (c.disconnected) co_return;
+        auto timed_out = std::make_shared<bool>(false);
+        asio::steady_timer deadline(io_);
+        deadline.expires_after(o_.write_deadline);
+        deadline.async_wait([timed_out, &socket](const boost::system::error_code& e) {
+            if (e) return;
+            *timed_out = true;
+            boost::system::error_code ignored;
+            socket.cancel(ignored);
+        });
         boost::system::error_code ec;
         co_await asio::async_write(socket, asio::buffer(bytes), asio::redirect_error(use_awaitable, ec));
-        if (ec) c.disconnected = true;
+        deadline.cancel();
+        if (ec) {
+            if (*timed_out)
+                std::fprintf(stderr, "[gateway] %s: the client read nothing for %lld s: cancelling\n", id.c_str(),
+                             static_cast<long long>(o_.write_deadline.count()));
+            c.disconnected = true;
+        }
     };
     auto chunk = [&](nlohmann::json choice) {
         nlohmann::json j = {{"id", id}, {"object", object}, {"created", created}, {"model", o_.limits.model_id}};

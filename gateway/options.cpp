@@ -42,6 +42,8 @@ constexpr cli::Option kOptions[] = {
      .doc = "requests that may wait for a slot; past it 429 with Retry-After"},
     {.name = "queue-timeout", .type = Type::Int, .value_name = "S", .default_value = "300",
      .doc = "seconds a request may wait for a slot (then 429 queue_timeout)"},
+    {.name = "write-deadline", .type = Type::Int, .value_name = "S", .default_value = "30",
+     .doc = "a client that reads nothing of its stream for S s is gone: CANCEL, slot freed, connection closed"},
     {.name = "max-tokens", .type = Type::UInt64, .value_name = "N", .default_value = "4096",
      .doc = "cap (and default) for max_tokens / max_completion_tokens, 1..1048576"},
     {.name = "max-body", .type = Type::Size, .value_name = "BYTES", .default_value = "33554432",

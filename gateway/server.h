@@ -24,6 +24,7 @@ struct ServerOptions {
     std::vector<std::string> cors_origins;   // exact origins ("*" allows all)
     std::size_t max_body = 32u << 20;        // bytes (audio comes base64 inside JSON)
     std::chrono::seconds read_deadline{30};
+    std::chrono::seconds write_deadline{30};  // a streamed write that makes no progress this long: the client is gone
     int max_connections = 64, max_connections_per_ip = 8;
     std::vector<std::string> trusted_proxies;  // peers whose X-Forwarded-For names the client
     std::chrono::seconds queue_timeout{300};

@@ -14,6 +14,8 @@ ACCEPT, one DATA "ok" and a DONE; CANCEL → ERROR CANCELLED; STATS → a STATS 
   --fake-exit-after-ready CODE
                           exit with CODE right after READY (and --fake-stderr)
   --fake-hold             answer a SUBMIT with ACCEPT and one DATA, then nothing until CANCEL
+  --fake-flood            answer a SUBMIT with ACCEPT, then 1000-byte DATA frames every
+                          millisecond until CANCEL (a client that never reads fills up)
   --fake-refuse CODE      answer every SUBMIT with ERROR <id> CODE instead of running it
   --fake-hang-before-ready
                           never send READY: wait until killed (a load that hangs)
@@ -60,6 +62,20 @@ def inherited_fds():
     return {fd: t for fd, t in fds.items() if not t.endswith("/fd")}
 
 
+def flood(rid):
+    """DATA frames until a CANCEL for `rid` arrives on stdin."""
+    import select
+    piece = b"z" * 1000
+    while True:
+        send(f"DATA {rid} {len(piece)}\n".encode() + piece + b"\n")
+        ready, _, _ = select.select([inp], [], [], 0.001)
+        if ready:
+            line = inp.readline()
+            if not line or line.split()[:2] == [b"CANCEL", rid.encode()]:
+                send(f"ERROR {rid} CANCELLED\n".encode())
+                return
+
+
 def main():
     fds = inherited_fds()
     if "--fake-hang-before-ready" in sys.argv:
@@ -101,6 +117,9 @@ def main():
             send(f"ACCEPT {rid} 1 reused=0\n".encode())
             send(f"DATA {rid} 2\nok\n".encode())
             if "--fake-hold" in sys.argv:
+                continue
+            if "--fake-flood" in sys.argv:
+                flood(rid)
                 continue
             send(f"DONE {rid} STAT 1 1.000 100.0 0.001 1 0\n".encode())
         elif f[0] == b"CANCEL":

@@ -296,8 +296,36 @@ def _zombie(pid):
         return True
 
 
+def stalled_reader():
+    """Item 8: a client that never reads its stream cannot hold a slot: after
+    --write-deadline the request is CANCELled, the slot freed, the connection closed."""
+    g = start("--fake-flood", extra=["--write-deadline", "2", "--slots", "1"])
+    try:
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", g.port))
+        body = json.dumps({"model": "fake", "stream": True, "max_tokens": 1000000,
+                           "messages": [{"role": "user", "content": "flood"}]})
+        s.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                   f"Content-Length: {len(body)}\r\n\r\n{body}").encode())
+        active, deadline = None, time.time() + 90
+        while time.time() < deadline:
+            st, resp, _ = request(g, "GET", "/v1/stats", timeout=5)
+            if st == 200:
+                active = json.loads(resp)["gateway"]["active"]
+                if active == 0 and "read nothing for 2 s" in g.log_tail(4000):
+                    break
+            time.sleep(0.2)
+        report("a client that never reads: CANCELled after --write-deadline, its slot free again",
+               active == 0 and "read nothing for 2 s" in g.log_tail(4000), (active, g.log_tail(600)))
+        s.close()
+    finally:
+        g.stop()
+
+
 def main():
     flag_ranges()
+    stalled_reader()
     frozen_engine()
     never_gives_up()
     proxies_and_caps()
