@@ -19,6 +19,9 @@ struct Server::Connection {
     bool disconnected = false;     // the client hung up
     bool close_after = false;      // the response is framed by closing the connection (SSE)
     std::shared_ptr<Signal> wake;  // wakes a request waiting in the queue
+    // Bytes read but not yet parsed: the HTTP reader's, and those the hang-up watcher reads
+    // while a request runs (a pipelined request, a stray CRLF), kept for the next request.
+    beast::flat_buffer buffer;
 };
 
 }  // namespace inkling::gateway

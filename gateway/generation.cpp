@@ -4,6 +4,7 @@
 // channel splitter and the stop filter, and CANCEL when the client goes away.
 #include <sys/socket.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -56,15 +57,32 @@ ApiError engine_refusal(const protocol::Error& e) {
     }
 }
 
-// Waits for the client to hang up (a read of 0 bytes); then wakes whatever the request
-// is waiting on. `done` is set when the request ends, before `hangup` goes away.
-awaitable<void> watch_disconnect(tcp::socket& socket, std::function<void()>& hangup, std::shared_ptr<bool> done) {
-    boost::system::error_code ec;
-    co_await socket.async_wait(tcp::socket::wait_read, asio::redirect_error(use_awaitable, ec));
-    if (*done || ec == asio::error::operation_aborted) co_return;
-    char probe;
-    ssize_t n = ::recv(socket.native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (ec || n == 0) hangup();
+// Waits for the client to hang up (end of stream or an error on the socket); then wakes
+// whatever the request is waiting on. Bytes that arrive meanwhile (a pipelined request, a
+// stray CRLF) are moved into the connection's buffer for the next request and the watch
+// goes on: it used to stop at the first byte. `done` is set when the request ends, before
+// `hangup` goes away. A client pipelining more than 64 KiB is no longer read (nor watched).
+awaitable<void> watch_disconnect(tcp::socket& socket, beast::flat_buffer& pending, std::function<void()>& hangup,
+                                 std::shared_ptr<bool> done) {
+    while (true) {
+        boost::system::error_code ec;
+        co_await socket.async_wait(tcp::socket::wait_read, asio::redirect_error(use_awaitable, ec));
+        if (*done || ec == asio::error::operation_aborted) co_return;
+        if (ec) {
+            hangup();
+            co_return;
+        }
+        if (pending.size() >= (64u << 10)) co_return;
+        auto room = pending.prepare(4096);
+        const ssize_t n = ::recv(socket.native_handle(), room.data(), room.size(), MSG_DONTWAIT);
+        if (n > 0) {
+            pending.commit(static_cast<std::size_t>(n));
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+        hangup();
+        co_return;
+    }
 }
 
 }  // namespace
@@ -87,7 +105,7 @@ awaitable<void> Server::generate(Connection& c, const Request& req, GenerationRe
         c.wake->notify();
         if (waiting_on) waiting_on->wake();
     };
-    asio::co_spawn(io_, watch_disconnect(c.stream.socket(), hangup, done_watching), asio::detached);
+    asio::co_spawn(io_, watch_disconnect(c.stream.socket(), c.buffer, hangup, done_watching), asio::detached);
     struct StopWatching {
         std::shared_ptr<bool> done;
         tcp::socket& socket;

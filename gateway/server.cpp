@@ -106,7 +106,7 @@ awaitable<void> Server::serve(std::shared_ptr<Connection> c) {
             if (!c.via_proxy) s.uncount(c.ip);
         }
     } counted{*this, *c};
-    beast::flat_buffer buffer;
+    beast::flat_buffer& buffer = c->buffer;
     while (true) {
         http::request_parser<http::string_body> parser;
         parser.header_limit(16 * 1024);

@@ -323,8 +323,32 @@ def stalled_reader():
         g.stop()
 
 
+def hangup_after_stray_bytes():
+    """Item 9 (in part): the hang-up watcher keeps watching after bytes arrive (a stray CRLF
+    after the body); it used to stop at the first byte, so a later hang-up went unnoticed."""
+    g = start("--fake-hold", extra=["--slots", "1"])
+    try:
+        s = socket.create_connection(("127.0.0.1", g.port), timeout=20)
+        body = json.dumps({"model": "fake", "stream": True, "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]})
+        s.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                   f"Content-Length: {len(body)}\r\n\r\n{body}").encode())
+        read_until(s, b'"content":"ok"', timeout=20)
+        s.sendall(b"\r\n")  # a stray CRLF while the stream runs
+        st1 = json.loads(request(g, "GET", "/v1/stats", timeout=5)[1])["gateway"]["active"]
+        s.close()
+        active, deadline = None, time.time() + 30
+        while time.time() < deadline and active != 0:
+            active = json.loads(request(g, "GET", "/v1/stats", timeout=5)[1])["gateway"]["active"]
+            time.sleep(0.1)
+        report("a hang-up after a stray CRLF still CANCELs the request and frees its slot", st1 == 1 and active == 0,
+               (st1, active))
+    finally:
+        g.stop()
+
+
 def main():
     flag_ranges()
+    hangup_after_stray_bytes()
     stalled_reader()
     frozen_engine()
     never_gives_up()
