@@ -31,6 +31,13 @@ inline std::unique_ptr<vulkan::Chain> chain_or_skip(const model::Model& m, vulka
     }
 }
 
+// MoE layers of the model.
+inline int sparse_layers(const model::Config& c) {
+    int n = 0;
+    for (int i = 0; i < c.layers; ++i) n += c.kinds[i].sparse;
+    return n;
+}
+
 inline std::vector<std::int32_t> prompt_for(const model::Config& c, int n) {
     std::vector<std::int32_t> ids;
     for (int i = 0; i < n; ++i) ids.push_back(static_cast<std::int32_t>((i * 37 + 11) % c.unpadded_vocab));

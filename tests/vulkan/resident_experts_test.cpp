@@ -18,16 +18,6 @@
 using namespace inkling;
 using namespace chain_harness;
 
-namespace {
-
-int sparse_layers(const model::Config& c) {
-    int n = 0;
-    for (int i = 0; i < c.layers; ++i) n += c.kinds[i].sparse;
-    return n;
-}
-
-}  // namespace
-
 TEST_CASE("vulkan resident experts: routing on the device matches the CPU, one wait a step") {
     // base: 2 shared experts, tau; ring: window 4, 1 shared; mixed: E=16 top-4; audio: ns=1.
     for (const char* name : {"base-hf-f32", "base-release-bf16", "ring-hf-f32", "mixed-hf-f32", "audio-hf-f32"}) {
