@@ -1,6 +1,6 @@
 # The single entry point. On a fresh Debian 12 machine:
 #   make run    build, then start what the project serves
-#   make test   build everything, run every test; ends with "N passed, N failed"
+#   make test   build everything, run every test; ends with "N passed, N failed, N skipped"
 # Other targets: deps, build, eval, bench, asan, fuzz, oracle, options-doc, clean. Builds go out of tree into build/.
 
 BUILD       ?= build

@@ -1,24 +1,52 @@
 #!/usr/bin/env bash
-# Runs every test of a build folder and ends with the plain line "N passed, N failed",
-# counting test cases (doctest) and checks (conformance suites, end-to-end scripts).
+# Runs every test of a build folder and ends with the plain line
+# "N passed, N failed, N skipped", counting test cases (doctest) and checks (conformance
+# suites, end-to-end scripts); skipped counts suites that could not run here and the
+# checks and test cases that said they skipped. Under CI=true a suite that cannot run is
+# a failure: CI is meant to run every suite below.
+# Every suite runs under a deadline (SUITE_DEADLINE seconds, 900 unless the call says
+# otherwise): past it the suite is killed, counts as failed and its log's last lines are shown.
 set -uo pipefail
 build="${1:-build}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 passed=0
 failed=0
+skipped=0
 log_dir="$build/test-logs"
 mkdir -p "$log_dir"
 
+# `timed LIMIT LOG CMD...`: CMD with its output in LOG, killed (its whole process group:
+# GNU timeout signals the group it leads) LIMIT seconds on, SIGKILL 30 s after the SIGTERM.
+# Returns CMD's status; 124 or 137 when the deadline hit.
+timed() {
+    local limit="$1" log="$2"
+    shift 2
+    timeout --kill-after=30 "$limit" "$@" </dev/null >"$log" 2>&1
+}
+# Says why a suite ran past its deadline: its log's last lines.
+deadline_fail() {
+    local name="$1" limit="$2" log="$3"
+    echo "FAIL $name: killed at its deadline of $limit s; the last lines of $log:"
+    tail -20 "$log"
+}
+
 # Unit tests: doctest prints "[doctest] test cases: T | P passed | F failed | S skipped".
 run_unit() {
-    local log="$log_dir/unit-tests.log"
-    "$build/unit-tests" --no-intro=false >"$log" 2>&1
+    local log="$log_dir/unit-tests.log" limit="${SUITE_DEADLINE:-900}"
+    timed "$limit" "$log" "$build/unit-tests" --no-intro=false
     local rc=$?
+    if [[ $rc -eq 124 || $rc -eq 137 ]]; then
+        deadline_fail unit-tests "$limit" "$log"
+        failed=$((failed + 1))
+        return
+    fi
     local line
     line="$(grep -E '^\[doctest\] test cases:' "$log" | tail -1)"
-    local p f
+    local p f s
     p="$(sed -E 's/.*\| *([0-9]+) passed.*/\1/' <<<"$line")"
     f="$(sed -E 's/.*\| *([0-9]+) failed.*/\1/' <<<"$line")"
+    s="$(sed -E 's/.*\| *([0-9]+) skipped.*/\1/' <<<"$line")"
+    [[ "$s" =~ ^[0-9]+$ ]] || s=0
     if [[ -z "$line" || ! "$p" =~ ^[0-9]+$ ]]; then
         echo "FAIL unit-tests: no doctest summary (exit $rc); see $log"
         tail -20 "$log"
@@ -26,42 +54,62 @@ run_unit() {
         return
     fi
     if [[ $rc -ne 0 && $f -eq 0 ]]; then f=1; fi
-    echo "unit-tests: $p passed, $f failed"
+    echo "unit-tests: $p passed, $f failed, $s skipped"
     [[ $f -ne 0 ]] && grep -E 'ERROR|FATAL|TEST CASE|CHECK' "$log" | head -60
     passed=$((passed + p))
     failed=$((failed + f))
+    skipped=$((skipped + s))
 }
 
-# A suite that prints PASS/FAIL lines.
+# A suite that prints PASS/FAIL lines (and SKIP lines for checks it could not make here).
 run_suite() {
-    local name="$1"
+    local name="$1" limit="${SUITE_DEADLINE:-900}"
     shift
     local log="$log_dir/$name.log"
-    "$@" >"$log" 2>&1
+    timed "$limit" "$log" "$@"
     local rc=$?
-    local p f
+    local p f s
     p="$(grep -c '^PASS ' "$log")"
     f="$(grep -c '^FAIL ' "$log")"
-    if [[ $rc -ne 0 && $f -eq 0 ]]; then
+    s="$(grep -c '^SKIP ' "$log")"
+    if [[ $rc -eq 124 || $rc -eq 137 ]]; then
+        deadline_fail "$name" "$limit" "$log"
+        f=$((f + 1))
+    elif [[ $rc -ne 0 && $f -eq 0 ]]; then
         echo "FAIL $name: exit status $rc without a FAIL line; see $log"
         tail -20 "$log"
         f=1
     fi
-    echo "$name: $p passed, $f failed"
+    echo "$name: $p passed, $f failed, $s skipped"
     [[ $f -ne 0 ]] && grep -A8 '^FAIL ' "$log" | head -80
+    [[ $s -ne 0 ]] && grep '^SKIP ' "$log" | head -20
     passed=$((passed + p))
     failed=$((failed + f))
+    skipped=$((skipped + s))
+}
+
+# A suite that cannot run here: counted as skipped, and as failed under CI=true (CI
+# installs everything a suite needs, tools/deps/packages.txt: a skip there is a lost guard).
+skip_suite() {
+    local name="$1" why="$2"
+    if [[ "${CI:-}" == "true" ]]; then
+        echo "FAIL $name: cannot run under CI=true: $why"
+        failed=$((failed + 1))
+    else
+        echo "$name: skipped ($why)"
+        skipped=$((skipped + 1))
+    fi
 }
 
 # Generated inputs: the tiny checkpoints (deterministic, numpy) the engine tests load.
-if ! "$root/tools/make-tiny/ensure.sh" "$build/fixtures" >"$log_dir/fixtures.log" 2>&1; then
+if ! timed 900 "$log_dir/fixtures.log" "$root/tools/make-tiny/ensure.sh" "$build/fixtures"; then
     echo "FAIL fixtures: tools/make-tiny/ensure.sh failed; see $log_dir/fixtures.log"
     tail -5 "$log_dir/fixtures.log"
     failed=$((failed + 1))
 fi
 
 # The Inkling tokenizer.json built from tiktoken's o200k ranks (npm) plus TMLv0 specials.
-if ! "$root/tools/make-tokenizer/ensure.sh" "$build/o200k-inkling" >"$log_dir/make-tokenizer.log" 2>&1; then
+if ! timed 900 "$log_dir/make-tokenizer.log" "$root/tools/make-tokenizer/ensure.sh" "$build/o200k-inkling"; then
     echo "FAIL make-tokenizer: see $log_dir/make-tokenizer.log"
     tail -5 "$log_dir/make-tokenizer.log"
     failed=$((failed + 1))
@@ -79,7 +127,7 @@ if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
     run_suite reference-goldens /usr/bin/python3 "$root/tools/reference/make_goldens.py" \
         "$build/fixtures" "$root/tests/fixtures/golden" --check
 else
-    echo "reference-goldens: skipped (python3-torch not installed; the committed goldens still ran)"
+    skip_suite reference-goldens "python3-torch is not installed (make deps); the committed goldens still ran"
 fi
 # The trained demo model (models/inkling-demo): engine vs the reference's golden, and, with
 # torch, the golden against a live run of the reference.
@@ -87,15 +135,15 @@ run_suite demo-model python3 "$root/tests/engine/demo_model_test.py" "$build"
 if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
     run_suite demo-model-reference /usr/bin/python3 "$root/tools/train-tiny/demo_goldens.py" --check
 else
-    echo "demo-model-reference: skipped (python3-torch not installed; the committed golden still ran)"
+    skip_suite demo-model-reference "python3-torch is not installed (make deps); the committed golden still ran"
 fi
-if "$root/tools/make-tiny/ensure_demo.sh" "$build" >"$log_dir/demo-model.log" 2>&1; then
+if timed 900 "$log_dir/demo-model-ensure.log" "$root/tools/make-tiny/ensure_demo.sh" "$build"; then
     run_suite conformance-engine-text "$build/protocol-conformance" --scratch "$log_dir" -- \
         "$build/inkling" serve --model "$build/demo-model" --slots 2 --ctx 512 --threads 2
     # Hostile frames against the real engine: each answered by an ERROR, the engine serves on.
     run_suite engine-serve-e2e python3 "$root/tests/serve/serve_e2e.py" "$build"
 else
-    echo "FAIL demo-model: see $log_dir/demo-model.log"
+    echo "FAIL demo-model: tools/make-tiny/ensure_demo.sh failed; see $log_dir/demo-model-ensure.log"
     failed=$((failed + 1))
 fi
 run_suite conformance-engine-ids "$build/protocol-conformance" --prompt "1 2 3 4 5" --keys ids=1 \
@@ -110,10 +158,11 @@ run_suite convert-e2e "$root/tests/convert/convert_e2e.sh" "$build"
 run_suite gateway-e2e python3 "$root/tests/gateway/gateway_e2e.py" "$build"
 run_suite gateway-hostile python3 "$root/tests/gateway/gateway_hostile.py" "$build"
 run_suite gateway-supervisor python3 "$root/tests/gateway/supervisor_e2e.py" "$build"
-run_suite gateway-clients "$root/tests/gateway/run.sh" "$build"
+# Five node suites with deadlines of their own (tests/gateway/run.sh), up to 32 min in all.
+SUITE_DEADLINE=2400 run_suite gateway-clients "$root/tests/gateway/run.sh" "$build"
 run_suite coli-e2e python3 "$root/tests/coli/coli_e2e.py" "$build"
 run_suite conformance-echo "$build/protocol-conformance" --scratch "$log_dir" -- "$build/echo-engine"
 run_suite conformance-echo-1slot "$build/protocol-conformance" --scratch "$log_dir" -- "$build/echo-engine" --slots 1
 
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [[ $failed -eq 0 ]]
