@@ -133,8 +133,11 @@ std::vector<std::vector<float>> Forward::step_batch(std::span<const Block> block
 
     // The chain's layers on the device; on a loss the host's states are as before the
     // step, so the CPU runs the whole step from the same embedded rows.
+    // --vulkan prompts: a step with a prompt chunk in it goes to the chain; one of decode rows
+    // only (one token a session, however many sessions) stays on the CPU.
+    const bool has_prompt = std::any_of(spans.begin(), spans.end(), [](const Span& s) { return s.rows > 1; });
     int first_cpu = 0;
-    if (chain_ && (!chain_prompts_only_ || R > 1)) {
+    if (chain_ && (!chain_prompts_only_ || has_prompt)) {
         try {
             first_cpu = run_chain(spans, R, x, out_rows, logits);
         } catch (const vulkan::DeviceLost& e) {

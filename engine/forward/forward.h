@@ -59,7 +59,8 @@ public:
     // Hands the dense part of the layers the chain takes to its Vulkan device (nullptr: the
     // CPU does everything). After a device loss the forward finishes the step on the CPU,
     // drops the chain and reports it through take_device_event().
-    // `prompts_only`: steps of one row (decode) stay on the CPU.
+    // `prompts_only`: steps whose blocks are all one row (decode, batched or not) stay on
+    // the CPU; a step with a prompt chunk of two or more rows goes to the chain.
     void set_chain(std::unique_ptr<vulkan::Chain> chain, bool prompts_only = false);
     const vulkan::Chain* chain() const { return chain_.get(); }
     vulkan::Chain* chain() { return chain_.get(); }

@@ -2,7 +2,7 @@
 """Deterministic tiny random Inkling checkpoints for tests (no torch needed: numpy only).
 
   make_tiny.py OUTDIR --geometry NAME [--layout release|hf] [--dtype f32|bf16] [--seed S]
-               [--embed-norm-name model|embed_tokens]
+               [--embed-norm-name model|embed_tokens] [--set KEY=INT ...]
   make_tiny.py --list
   make_tiny.py --all OUTDIR          every fixture of FIXTURES as OUTDIR/<name>/
 
@@ -462,8 +462,24 @@ def sample_dmel(g, seed, frames=6):
     return lv.astype(np.uint8).tobytes()
 
 
-def write_fixture(outdir, geometry, layout, dtype, seed, embed_norm_name="model", shards=None):
-    g = GEOMETRIES[geometry]
+def with_overrides(geometry, sets):
+    """The geometry with integer keys replaced (--set hd=272): fixtures past a limit of one
+    consumer, e.g. the Vulkan chain's head dim, bias rank and conv taps (tests/vulkan)."""
+    g = dict(GEOMETRIES[geometry])
+    for item in sets or []:
+        key, sep, value = item.partition("=")
+        if not sep or key not in g or not isinstance(g[key], int) or isinstance(g[key], bool):
+            ints = sorted(k for k, v in g.items() if isinstance(v, int) and not isinstance(v, bool))
+            raise SystemExit(f"--set {item}: expected KEY=INT with KEY one of {', '.join(ints)}")
+        try:
+            g[key] = int(value)
+        except ValueError:
+            raise SystemExit(f"--set {item}: {value!r} is not an integer") from None
+    return g
+
+
+def write_fixture(outdir, geometry, layout, dtype, seed, embed_norm_name="model", shards=None, sets=None):
+    g = with_overrides(geometry, sets)
     os.makedirs(outdir, exist_ok=True)
     for f in os.listdir(outdir):  # a re-run must not leave stale shards behind
         if f.endswith((".safetensors", ".safetensors.index.json")):
@@ -502,6 +518,8 @@ def write_fixture(outdir, geometry, layout, dtype, seed, embed_norm_name="model"
         f.write("\n")
     info = {"geometry": geometry, "layout": layout, "dtype": dtype, "seed": seed,
             "doc": g["doc"], "suggested_prompt": suggested_prompt(g, seed)}
+    if sets:
+        info["set"] = list(sets)
     if g["audio"]:
         with open(os.path.join(outdir, "sample.dmel"), "wb") as f:
             f.write(sample_dmel(g, seed))
@@ -522,6 +540,8 @@ def main(argv=None):
                     help="hf layout: model.embed_norm.weight (transformers 5.17) or "
                          "model.embed_tokens.embed_norm.weight")
     ap.add_argument("--shards", type=int, help="weight files (default: release 2, hf 1)")
+    ap.add_argument("--set", action="append", metavar="KEY=INT",
+                    help="override an integer key of the geometry (repeatable), e.g. hd=272")
     ap.add_argument("--list", action="store_true", help="list geometries and fixtures")
     ap.add_argument("--all", metavar="OUTDIR", help="write every fixture as OUTDIR/<name>/")
     a = ap.parse_args(argv)
@@ -538,7 +558,7 @@ def main(argv=None):
         ap.error("need OUTDIR and --geometry (or --list / --all OUTDIR)")
     if a.shards is not None and a.shards < 1:
         ap.error("--shards must be >= 1")
-    write_fixture(a.outdir, a.geometry, a.layout, a.dtype, a.seed, a.embed_norm_name, a.shards)
+    write_fixture(a.outdir, a.geometry, a.layout, a.dtype, a.seed, a.embed_norm_name, a.shards, a.set)
     return 0
 
 
