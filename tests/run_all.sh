@@ -158,6 +158,9 @@ run_suite convert-e2e "$root/tests/convert/convert_e2e.sh" "$build"
 run_suite gateway-e2e python3 "$root/tests/gateway/gateway_e2e.py" "$build"
 run_suite gateway-hostile python3 "$root/tests/gateway/gateway_hostile.py" "$build"
 run_suite gateway-supervisor python3 "$root/tests/gateway/supervisor_e2e.py" "$build"
+# docs/gateway.md's promises no other suite pinned: against the scripted engine, then real models.
+run_suite gateway-documented python3 "$root/tests/gateway/documented_features.py" "$build"
+run_suite gateway-documented-models python3 "$root/tests/gateway/documented_model_features.py" "$build"
 # Five node suites with deadlines of their own (tests/gateway/run.sh), up to 32 min in all.
 SUITE_DEADLINE=2400 run_suite gateway-clients "$root/tests/gateway/run.sh" "$build"
 run_suite coli-e2e python3 "$root/tests/coli/coli_e2e.py" "$build"

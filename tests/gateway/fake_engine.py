@@ -5,7 +5,8 @@ gateway as its engine (`--engine tests/gateway/fake_engine.py --engine-arg=--fak
 gateway's own engine arguments (serve, --model …) are ignored.
 
 It speaks the wire (protocol/PROTOCOL.md): READY, an info STATS, then for each SUBMIT an
-ACCEPT, one DATA "ok" and a DONE; CANCEL → ERROR CANCELLED; STATS → a STATS frame.
+ACCEPT, one DATA "ok" (or the --fake-reply tokens) and a DONE; CANCEL → ERROR CANCELLED;
+STATS → a STATS frame.
 
   --fake-bad-json         after READY: STATS and EVENT frames whose JSON fields have the
                           wrong types ({"kind": 7}, "hit_pct": "x", …)
@@ -13,7 +14,16 @@ ACCEPT, one DATA "ok" and a DONE; CANCEL → ERROR CANCELLED; STATS → a STATS 
   --fake-stderr-flood N   first write N lines of 100 000 bytes each to stderr
   --fake-exit-after-ready CODE
                           exit with CODE right after READY (and --fake-stderr)
-  --fake-hold             answer a SUBMIT with ACCEPT and one DATA, then nothing until CANCEL
+  --fake-hold             answer a SUBMIT with ACCEPT and one DATA, then nothing until CANCEL;
+                          SIGUSR1 finishes every held request (the rest of its reply, DONE)
+  --fake-reply FILE       FILE holds a JSON array of strings: the DATA payloads (one token
+                          each) every SUBMIT is answered with, instead of the one "ok" (a
+                          file: the gateway's --engine-arg splits its value at commas)
+  --fake-record FILE      append one JSON line per SUBMIT to FILE before answering it: id,
+                          slot, max_tokens, temperature, top_p, keys, prompt (text), ext
+                          (the extension bytes, base64)
+  --fake-exit-after-accept CODE
+                          exit with CODE after a SUBMIT's ACCEPT and its first DATA
   --fake-flood            answer a SUBMIT with ACCEPT, then 1000-byte DATA frames every
                           millisecond until CANCEL (a client that never reads fills up)
   --fake-refuse CODE      answer every SUBMIT with ERROR <id> CODE instead of running it
@@ -24,10 +34,12 @@ ACCEPT, one DATA "ok" and a DONE; CANCEL → ERROR CANCELLED; STATS → a STATS 
 
 The info STATS carries "fds": the descriptors it inherited, each with what it points at.
 """
+import base64
 import json
 import os
 import signal
 import sys
+import threading
 
 READY = b"\x01\x01READY\x01\x01\n"
 
@@ -40,9 +52,14 @@ out = sys.stdout.buffer
 inp = sys.stdin.buffer
 
 
+# The main loop and the SIGUSR1 releaser thread both write frames.
+out_lock = threading.Lock()
+
+
 def send(data):
-    out.write(data)
-    out.flush()
+    with out_lock:
+        out.write(data)
+        out.flush()
 
 
 def payload_frame(kind, body):
@@ -76,8 +93,61 @@ def flood(rid):
                 return
 
 
+def reply_tokens():
+    if arg("--fake-reply") is None:
+        return ["ok"]
+    with open(arg("--fake-reply")) as f:
+        return json.load(f)
+
+
+REPLY = reply_tokens()
+
+
+def data(rid, token):
+    piece = token.encode()
+    send(f"DATA {rid} {len(piece)}\n".encode() + piece + b"\n")
+
+
+def done(rid):
+    send(f"DONE {rid} STAT {len(REPLY)} 1.000 100.0 0.001 1 0\n".encode())
+
+
+def record(path, f, prompt, ext):
+    """One SUBMIT as a JSON line (written before it is answered, so a client that has its
+    answer finds the line)."""
+    keys = dict(k.decode().split("=", 1) for k in f[7:] if b"=" in k)
+    line = {"id": f[1].decode(), "slot": int(f[2]), "max_tokens": int(f[4]), "temperature": float(f[5]),
+            "top_p": float(f[6]), "keys": keys, "prompt": prompt.decode(errors="replace"),
+            "ext": base64.b64encode(ext).decode()}
+    with open(path, "a") as log:
+        log.write(json.dumps(line) + "\n")
+
+
+held = {}  # --fake-hold: request id → the reply tokens still to send
+held_lock = threading.Lock()
+release = threading.Event()
+
+
+def releaser():
+    """SIGUSR1 (--fake-hold): every held request gets the rest of its reply and a DONE. A
+    thread, so the signal handler only sets an event (it may interrupt a send)."""
+    while True:
+        release.wait()
+        release.clear()
+        with held_lock:
+            ready = list(held.items())
+            held.clear()
+        for rid, rest in ready:
+            for token in rest:
+                data(rid, token)
+            done(rid)
+
+
 def main():
     fds = inherited_fds()
+    if "--fake-hold" in sys.argv:
+        threading.Thread(target=releaser, daemon=True).start()
+        signal.signal(signal.SIGUSR1, lambda *_: release.set())
     if "--fake-hang-before-ready" in sys.argv:
         signal.pause()
     send(READY)
@@ -110,19 +180,29 @@ def main():
         if f[0] == b"SUBMIT":
             rid, nbytes = f[1].decode(), int(f[3])
             xbytes = int(f[7]) if len(f) > 7 and b"=" not in f[7] else 0
-            inp.read(nbytes + xbytes + 1)
+            body = inp.read(nbytes + xbytes + 1)
+            if arg("--fake-record") is not None:
+                record(arg("--fake-record"), f, body[:nbytes], body[nbytes:nbytes + xbytes])
             if arg("--fake-refuse"):
                 send(f"ERROR {rid} {arg('--fake-refuse')} refused by --fake-refuse\n".encode())
                 continue
             send(f"ACCEPT {rid} 1 reused=0\n".encode())
-            send(f"DATA {rid} 2\nok\n".encode())
+            data(rid, REPLY[0])
+            if arg("--fake-exit-after-accept") is not None:
+                os._exit(int(arg("--fake-exit-after-accept")))
             if "--fake-hold" in sys.argv:
+                with held_lock:
+                    held[rid] = REPLY[1:]
                 continue
             if "--fake-flood" in sys.argv:
                 flood(rid)
                 continue
-            send(f"DONE {rid} STAT 1 1.000 100.0 0.001 1 0\n".encode())
+            for token in REPLY[1:]:
+                data(rid, token)
+            done(rid)
         elif f[0] == b"CANCEL":
+            with held_lock:
+                held.pop(f[1].decode(), None)
             send(f"ERROR {f[1].decode()} CANCELLED\n".encode())
         elif f[0] == b"STATS":
             payload_frame("STATS", json.dumps({"kind": "stats", "active": 0}))

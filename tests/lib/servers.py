@@ -105,13 +105,14 @@ class Engine(_Logged):
 class Gateway(_Logged):
     """A gateway (`inkling-gateway …`, `coli serve …`) on a free port: `argv` without --port.
     The constructor waits until GET /health answers 200 (wait=False: it returns at once).
-    `key`, when set, is sent as a Bearer token by request()."""
+    `key`, when set, is sent as a Bearer token by request(); `env`, when given, is the
+    gateway's whole environment."""
 
-    def __init__(self, argv, key=None, ready_timeout=60, wait=True):
+    def __init__(self, argv, key=None, ready_timeout=60, wait=True, env=None):
         self.port = free_port()
         self.key = key
         self.argv = list(argv) + ["--port", str(self.port)]
-        self._start(self.argv, "gateway-", stdout="log")
+        self._start(self.argv, "gateway-", stdout="log", env=env)
         if wait:
             try:
                 self.wait_ready(ready_timeout)
