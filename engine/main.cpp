@@ -320,6 +320,8 @@ int cmd_serve(const cxxopts::ParseResult& args) {
     o.pins = args["snapshot-pins"].as<std::size_t>();
     if (args.count("fault-kill-once-file")) o.fault_kill_once_file = args["fault-kill-once-file"].as<std::string>();
     o.fault_device_lost_after = args["fault-device-lost-after"].as<int>();
+    o.fault_hold_after = args["fault-hold-after"].as<std::int64_t>();
+    if (o.fault_hold_after < 0) throw std::runtime_error("--fault-hold-after must be 0 (off) or a token count");
     if (o.slots < 1 || o.slots > 256) throw std::runtime_error("--slots must lie in 1..256");
     if (o.context < 2) throw std::runtime_error("--ctx must be at least 2");
     if (o.prefill_chunk < 1) throw std::runtime_error("--prefill-chunk must be at least 1");

@@ -124,6 +124,12 @@ constexpr cli::Option kOptions[] = {
     {.name = "fault-device-lost-after", .type = Type::Int, .value_name = "N", .default_value = "0",
      .doc = "send EVENT device_lost after N finished requests, with no device involved (0: never)",
      .commands = "serve", .used_by = "tests/gateway/gateway_e2e.py (restart at a quiet moment)"},
+    {.name = "fault-hold-after", .type = Type::Int64, .value_name = "N", .default_value = "0",
+     .doc = "a request that has emitted N tokens, and may emit more, emits no more until a STOP or CANCEL names it "
+            "(the engine drains only once it has); 0: never",
+     .commands = "serve",
+     .used_by = "tests/gateway/gateway_e2e.py, tests/coli/coli_e2e.py (a 429, a hang-up, a kill, a Ctrl-C meet work in "
+                "flight); tests/serve/scheduler_test.cpp"},
     {.name = "fault-vk-submit", .type = Type::UInt64, .value_name = "N", .default_doc = "`INKLING_VK_FAULT`, else 0",
      .doc = "the Vulkan chain's N-th device submit of the process and every later one fail with VK_ERROR_DEVICE_LOST "
             "(0: never)",

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <fstream>
 #include <random>
+#include <thread>
 
 #include "engine/cpu/kernels.h"
 #include "engine/serve/residency.h"
@@ -76,6 +77,7 @@ struct Scheduler::Active {
     std::int64_t budget = 0;    // tokens it may generate (max_tokens clamped to the room left)
     std::int64_t emitted = 0;
     bool decoding = false;
+    bool held = false;          // --fault-hold-after: no rounds until STOP or CANCEL
     std::int32_t pending = 0;   // the sampled token to feed next
     std::vector<std::int32_t> history;  // prompt + generated, for the repetition penalty
     std::vector<float> last_row;        // logits of the previous prompt row (ECHO needs it)
@@ -290,6 +292,11 @@ void Scheduler::on_logits(Active& a, const float* logits, FrameSink& out) {
     if (a.emitted >= a.budget) return finish(a, true, out);
     a.pending = t;
     a.decoding = true;
+    if (options_.fault_hold_after > 0 && a.emitted >= options_.fault_hold_after) {
+        std::fprintf(stderr, "[serve] fault injection: holding %s after %lld tokens until STOP or CANCEL\n",
+                     a.request.id.c_str(), static_cast<long long>(a.emitted));
+        a.held = true;
+    }
 }
 
 void Scheduler::finish(Active& a, bool length_limited, FrameSink& out) {
@@ -344,6 +351,7 @@ void Scheduler::run_round(FrameSink& out) {
     std::vector<Active*> owners;
     Active* prefill = nullptr;
     for (auto& [slot, a] : active_) {
+        if (a->held) continue;
         if (a->decoding) {
             blocks.push_back({&slots_[slot], std::span(&a->pending, 1), nullptr, false});
             owners.push_back(a.get());
@@ -359,6 +367,12 @@ void Scheduler::run_round(FrameSink& out) {
         blocks.push_back({&slots_[prefill->slot], std::span(prefill->prompt).subspan(chunk_start, chunk),
                           prefill->audio.empty() ? nullptr : &prefill->cursor, prefill->request.options.logprobs > 0});
         owners.push_back(prefill);
+    }
+    if (blocks.empty()) {
+        // Every request in flight is held (--fault-hold-after): idle a little per round, so
+        // the loop reads its STOP or CANCEL without spinning a core.
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        return;
     }
     std::vector<std::vector<float>> logits;
     try {

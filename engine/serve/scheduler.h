@@ -37,6 +37,10 @@ struct ServeOptions {
                                        // by SIGKILL on the first SUBMIT, before ACCEPT
     int fault_device_lost_after = 0;   // after this many finished requests, report an
                                        // EVENT device_lost (once)
+    std::int64_t fault_hold_after = 0; // a request that has emitted this many tokens (and
+                                       // may emit more) is held: no more rounds until a
+                                       // STOP or CANCEL names it, so a test's STOP, CANCEL
+                                       // or full queue always meets work in flight (0: never)
 };
 
 class FrameSink {

@@ -62,6 +62,38 @@ class Gateway(Started):
         return s
 
 
+# The engine's fault hook that holds a request after this many tokens until a STOP or CANCEL
+# names it (docs/configuration.md, "Fault hooks"): a stream opened with more than this is
+# certainly in flight when the test acts on it (a kill, a hang-up, a full queue), whatever
+# the model would say, and at any speed. Requests of HOLD tokens or fewer never hold.
+HOLD = 8
+HOLD_ARG = f"--engine-arg=--fault-hold-after={HOLD}"
+
+
+def dmel_frames(path):
+    """The DMel frames of a WAV clip, as inkling-dmel computes them (the gateway's own code)."""
+    out = os.path.join(tempfile.gettempdir(), f"gw-e2e-{os.getpid()}.dmel")
+    try:
+        r = subprocess.run([os.path.join(BUILD, "inkling-dmel"), path, out, "--json"], capture_output=True,
+                           text=True, timeout=60, check=True)
+        return json.loads(r.stdout)["n_frames"]
+    finally:
+        if os.path.exists(out):
+            os.unlink(out)
+
+
+def engine_stats_after(g, done):
+    """The engine's STATS once it has finished `done` requests (it sends STATS after each
+    DONE, which may reach the gateway after the HTTP answer); None past the deadline."""
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        st = (g.stats()["engine"].get("stats") or {})
+        if st.get("requests_done", -1) >= done:
+            return st
+        time.sleep(0.05)
+    return None
+
+
 def wav_part(path):
     data = base64.b64encode(open(path, "rb").read()).decode()
     return {"type": "input_audio", "input_audio": {"data": data, "format": "wav"}}
@@ -81,20 +113,22 @@ def main():
         g.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
-    g = Gateway(slots=1)
+    g = Gateway(HOLD_ARG, slots=1)
     try:
         # -- kill -9 mid-stream: an error event and [DONE], then the next request works ----
+        # (the stream holds after HOLD tokens: the kill lands mid-stream).
         s = g.open_stream()
         head = read_until(s, b'"content"')
         pid = g.stats()["engine"]["pid"]
         os.kill(pid, signal.SIGKILL)
-        saw_503 = False
-        for _ in range(50):
-            st = g.request("GET", "/health")[0]
-            if st == 503:
-                saw_503 = True
+        # /health is 503 from the death until the next engine's READY (a quick death: 250 ms
+        # of backoff, then a load): watched until it says so or a new engine is up.
+        saw_503, deadline = False, time.time() + 30
+        while not saw_503 and time.time() < deadline:
+            saw_503 = g.request("GET", "/health")[0] == 503
+            engine = g.stats()["engine"]
+            if not saw_503 and engine["restarts"] >= 1 and engine["state"] == "ready":
                 break
-            time.sleep(0.01)
         rest = read_all(s)
         s.close()
         text = (head + rest).decode(errors="replace")
@@ -105,25 +139,54 @@ def main():
         report("after a mid-stream crash the next request succeeds", status == 200, status)
 
         # -- the client goes away: CANCEL, and the slot is free again ---------------------
+        # The stream holds after HOLD tokens and never ends by itself: with one slot, the next
+        # request runs only if the hang-up's CANCEL freed it.
         s = g.open_stream()
         read_until(s, b'"content"')
         s.close()
-        t0 = time.time()
-        status, _, _ = g.chat("next in line")
-        report("a client that hangs up frees its slot (CANCEL)", status == 200 and time.time() - t0 < 20, status)
+        try:
+            status = g.chat("next in line")[0]
+        except OSError as e:
+            status = e
+        report("a client that hangs up frees its slot (CANCEL)", status == 200, status)
         report("the cancel is counted", (g.metric("inkling_client_cancels_total") or 0) >= 1)
+    finally:
+        g.stop()
 
+    # A fresh engine, whose STATS count exactly the requests below.
+    g = Gateway(slots=1)
+    try:
         # -- audio at any rate, mono and stereo, 16-bit and float ------------------------
+        # Each clip adds its DMel frames as placeholders, in a user block of its own: the
+        # role marker, <|content_audio_input|>, the frames, <|audio_end|>, <|end_message|>
+        # (protocol/tml_render.cpp), so the prompt grows by frames + 4 tokens. The engine
+        # saw the frames: it counted that prompt and its slot is tainted by audio (STATS).
+        question = [{"type": "text", "text": "what is said?"}]
+        st, body, _ = g.request("POST", "/v1/chat/completions", {
+            "model": "demo-model", "max_tokens": 2, "messages": [{"role": "user", "content": question}]})
+        text_tokens = json.loads(body)["usage"]["prompt_tokens"] if st == 200 else None
+        done = 1
         wavs = sorted(f for f in os.listdir(AUDIO) if f.endswith(".wav"))
         bad = []
         for f in wavs:
+            frames = dmel_frames(os.path.join(AUDIO, f))
+            before = engine_stats_after(g, done) or {}
             st, body, _ = g.request("POST", "/v1/chat/completions", {
                 "model": "demo-model", "max_tokens": 2,
-                "messages": [{"role": "user", "content": [{"type": "text", "text": "what is said?"},
-                                                          wav_part(os.path.join(AUDIO, f))]}]})
+                "messages": [{"role": "user", "content": question + [wav_part(os.path.join(AUDIO, f))]}]})
             if st != 200:
                 bad.append((f, st, body[:120]))
-        report(f"audio end to end: {len(wavs)} WAVs (rates, channels, encodings) answered", not bad and wavs, bad)
+                continue
+            done += 1
+            prompt = json.loads(body)["usage"]["prompt_tokens"]
+            after = engine_stats_after(g, done) or {}
+            seen = after.get("prompt_tokens", 0) - before.get("prompt_tokens", 0)
+            tainted = [x.get("tainted") for x in after.get("slots", [])]
+            if text_tokens is None or prompt != text_tokens + frames + 4 or seen != prompt or tainted != [True]:
+                bad.append((f, f"{frames} frames", f"prompt {text_tokens} -> {prompt}", f"engine counted {seen}",
+                            f"slots tainted {tainted}"))
+        report(f"audio end to end: {len(wavs)} WAVs (rates, channels, encodings): each prompt grows by the clip's "
+               f"frames, the engine feeds them", not bad and wavs and text_tokens, bad)
         corpus = {
             "not base64": "%%%%",
             "not RIFF": base64.b64encode(b"hello world, not a wav file at all").decode(),
@@ -144,8 +207,9 @@ def main():
     finally:
         g.stop()
 
-    g = Gateway("--max-queue", "0", slots=1)
+    g = Gateway("--max-queue", "0", HOLD_ARG, slots=1)
     try:
+        # The stream holds after HOLD tokens: the slot is surely busy when the next one comes.
         s = g.open_stream(max_tokens=900)
         read_until(s, b'"content"')
         st, body, headers = g.chat("one too many")

@@ -12,6 +12,9 @@ port waited for until GET /health answers 200, and raw HTTP reads on a socket.
 
 Each process logs to its own temporary file (stderr for an engine, stdout and stderr for a
 gateway), removed when it is stopped; errors quote the log's end.
+
+Every blocking call has a deadline: an engine that sends no READY, no next frame, or reads
+no stdin within it is killed (that ends the blocked read or write) and TimeoutError says so.
 """
 import http.client
 import json
@@ -20,6 +23,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 
 from lib import wire
@@ -62,32 +66,65 @@ class _Logged:
             pass
 
 
+class _Deadline:
+    """Kills `proc` unless the block ends within `seconds`: a blocked pipe read then sees
+    EOF, a blocked write EPIPE, and the block's exception becomes TimeoutError(`what`)."""
+
+    def __init__(self, engine, seconds, what):
+        self.engine, self.seconds, self.what = engine, seconds, what
+        self.expired = False
+
+    def _expire(self):
+        self.expired = True
+        if self.engine.proc.poll() is None:
+            self.engine.proc.kill()
+
+    def __enter__(self):
+        self.timer = threading.Timer(self.seconds, self._expire)
+        self.timer.daemon = True
+        self.timer.start()
+        return self
+
+    def __exit__(self, kind, value, tb):
+        self.timer.cancel()
+        if self.expired:
+            raise TimeoutError(f"{' '.join(self.engine.argv[:3])}: {self.what} within {self.seconds} s "
+                               f"(killed it); stderr: {self.engine.log_tail()}") from None
+        return False
+
+
 class Engine(_Logged):
     """An engine (`inkling serve …`, `echo-engine`) driven over its stdin/stdout. The
     constructor returns once READY has been read (PROTOCOL.md §4); the STATS info frame that
-    follows is the first frame() (engines send it; a peer need not)."""
+    follows is the first frame() (engines send it; a peer need not). `timeout`: the
+    deadline in seconds of each blocking call (READY, a frame, a write)."""
 
-    def __init__(self, argv, env=None):
+    def __init__(self, argv, env=None, timeout=120):
         self.argv = list(argv)
+        self.timeout = timeout
         self._start(self.argv, "engine-", stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         try:
-            wire.read_ready(self.proc.stdout)
-        except wire.WireError as e:
-            why = f"{' '.join(self.argv)}: {e}; stderr: {self.log_tail()}"
+            with _Deadline(self, timeout, "no READY"):
+                wire.read_ready(self.proc.stdout)
+        except (wire.WireError, TimeoutError) as e:
+            why = str(e) if isinstance(e, TimeoutError) else f"{' '.join(self.argv)}: {e}; stderr: {self.log_tail()}"
             self._kill()
             raise RuntimeError(why) from None
 
     def send(self, data):
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
+        with _Deadline(self, self.timeout, f"stdin not read ({len(data)} bytes to write)"):
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
 
     def submit(self, rid, slot, prompt, max_tokens, **kw):
         self.send(wire.submit(rid, slot, prompt, max_tokens, **kw))
 
-    def frame(self):
-        """The next frame (wire.read_frame); at EOF the error quotes the engine's stderr."""
+    def frame(self, timeout=None):
+        """The next frame (wire.read_frame) within `timeout` s (the engine's deadline unless
+        given); at EOF the error quotes the engine's stderr."""
         try:
-            return wire.read_frame(self.proc.stdout)
+            with _Deadline(self, timeout or self.timeout, "no frame"):
+                return wire.read_frame(self.proc.stdout)
         except EOFError as e:
             raise EOFError(f"{e}; stderr: {self.log_tail()}") from None
 

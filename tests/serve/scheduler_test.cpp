@@ -237,11 +237,46 @@ TEST_CASE("limits are checked before anything runs") {
     audio.extension.assign(80, '\1');
     CHECK(code(audio) == "NOT_SUPPORTED");  // no audio tower
     // Generation is clamped to the room left and reported as length-limited.
-    CHECK(code(submit("fit", 0, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, 100)) == "accepted");
+    const std::vector<std::int32_t> fit{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    CHECK(code(submit("fit", 0, fit, 100)) == "accepted");
     e.drain();
     auto done = e.out.all<proto::Done>("fit");
     REQUIRE(done.size() == 1);
-    CHECK(done[0].stat.emitted <= 4u);
+    // 20 - 16 = 4 tokens of room: exactly the 4 a roomy engine gives first (no EOS among
+    // them on this fixture), and the DONE says the length, not the model, ended it.
+    const auto want = e.alone(fit, 4);
+    REQUIRE(want.size() == 4u);
+    CHECK(e.out.tokens("fit") == want);
+    CHECK(done[0].stat.emitted == 4u);
+    CHECK(done[0].stat.length_limited);
+}
+
+TEST_CASE("--fault-hold-after: a request holds after N tokens until STOP or CANCEL, the others go on") {
+    serve::ServeOptions o;
+    o.slots = 3;
+    o.fault_hold_after = 3;
+    Engine e("base-hf-f32", o);
+    auto p = golden_prompt("base-hf-f32");
+    e.sched.submit(submit("held", 0, p, 500), e.out);
+    e.sched.submit(submit("short", 1, p, 3), e.out);  // no more than N: never held
+    e.sched.submit(submit("gone", 2, p, 500), e.out);
+    for (int i = 0; i < 200; ++i) e.sched.run_round(e.out);
+    const auto want = e.alone(p, 3);
+    REQUIRE(want.size() == 3u);
+    CHECK(e.out.tokens("held") == want);
+    CHECK(e.out.tokens("gone") == want);
+    REQUIRE(e.out.all<proto::Done>("short").size() == 1);
+    CHECK(e.out.tokens("short") == want);
+    CHECK(e.out.all<proto::Done>("held").empty());
+    CHECK(e.sched.busy());
+    e.sched.cancel("gone", e.out);
+    e.sched.stop("held", e.out);
+    auto done = e.out.all<proto::Done>("held");
+    REQUIRE(done.size() == 1);
+    CHECK(done[0].stat.emitted == 3u);
+    CHECK(!done[0].stat.length_limited);
+    CHECK(e.out.all<proto::Error>("gone").at(0).code == proto::ErrorCode::Cancelled);
+    CHECK(!e.sched.busy());
 }
 
 TEST_CASE("logprobs: ECHO for every prompt position, log-prob tails that are a distribution") {
