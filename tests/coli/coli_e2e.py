@@ -5,7 +5,9 @@ an interactive session under tmux (streaming, Ctrl-C, :reset).
     python3 tests/coli/coli_e2e.py BUILD
 """
 import os
+import json
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -18,6 +20,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 COLI = os.path.join(BUILD, "coli")
 MODEL = os.path.join(BUILD, "demo-model")
 WAV = os.path.join(ROOT, "tests", "fixtures", "audio", "speech_16k_mono_s16.wav")
+# The trained demo model (coli's default) and the PyTorch reference's greedy turn on it.
+TRAINED = os.path.join(ROOT, "models", "inkling-demo")
+GOLDEN = os.path.join(ROOT, "tests", "fixtures", "demo", "inkling-demo.json")
+# The engine's --fault-hold-after (docs/configuration.md, "Fault hooks"): an answer holds
+# after HOLD tokens until coli STOPs or CANCELs it, so a Ctrl-C or a kill meets it in flight.
+HOLD = 4
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 from lib import Checks, Gateway, free_port  # noqa: E402
 
@@ -28,6 +36,15 @@ report = checks.report
 def session(args, script, timeout=120):
     p = subprocess.run([COLI] + args, input=script, capture_output=True, text=True, timeout=timeout)
     return p.returncode, p.stdout, p.stderr
+
+
+def hold_engine(tmp):
+    """An --engine for coli: the real engine with --fault-hold-after HOLD."""
+    path = os.path.join(tmp, "held-engine")
+    with open(path, "w") as f:
+        f.write(f'#!/bin/sh\nexec "{os.path.join(BUILD, "inkling")}" "$@" --fault-hold-after={HOLD}\n')
+    os.chmod(path, 0o755)
+    return path
 
 
 def footers(text):
@@ -51,8 +68,14 @@ def main():
                            f":audio {WAV}\nwhat is said?\n:audio /nonexistent.wav\n:q\n")
     report("private engine: :audio sends a clip with the next message",
            rc == 0 and "audio frames from" in out and len(footers(out)) == 1 and "error:" in out, (out, err))
-    rc, out, err = session(["run", "Say something", "--no-attach", "--model", MODEL, "--max-tokens", "5"], "")
-    report("coli run: one answer, exit 0", rc == 0 and len(out.strip()) > 0, (rc, out, err))
+    # The reference's greedy answer (tests/fixtures/demo, tools/train-tiny/demo_goldens.py)
+    # up to its end-of-turn marker, which coli does not print.
+    golden = json.load(open(GOLDEN))
+    want = golden["text"].split("<|end_message|>")[0]
+    rc, out, err = session(["run", golden["prompt_text"], "--no-attach", "--model", TRAINED, "--temperature", "0",
+                            "--max-tokens", "64"], "")
+    report("coli run on the trained demo model prints the reference's greedy answer, exit 0",
+           rc == 0 and out.rstrip("\n") == want, (rc, out, want, err[-300:]))
     # The private engine's log: a fresh 0600 file in $TMPDIR, removed when coli ends, kept
     # (and named) when the engine failed.
     tmp = tempfile.mkdtemp(prefix="coli-tmp-")
@@ -97,14 +120,20 @@ def main():
         gw.stop()
 
     # -- the engine dies mid-turn: a clear message, no hang ---------------------------------
-    p = subprocess.Popen([COLI, "chat", "--no-attach", "--model", MODEL, "--max-tokens", "100000", "--ctx", "100000"],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    tmp = tempfile.mkdtemp(prefix="coli-hold-")
+    held = hold_engine(tmp)
+    p = subprocess.Popen([COLI, "chat", "--no-attach", "--model", MODEL, "--engine", held, "--max-tokens", "100000",
+                          "--ctx", "100000"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
     p.stdin.write("tell me everything\n")
     p.stdin.flush()
-    # Kill the engine once the answer is streaming (not while it still loads).
+    # Kill the engine once the answer is streaming (not while it still loads); it holds after
+    # HOLD tokens, so it is still in flight. Each read waits at most until the deadline.
     seen, deadline = "", time.time() + 120
     while time.time() < deadline:
-        if "assistant:" in seen and len(seen.split("assistant:", 1)[1]) >= 20:
+        if "assistant:" in seen and seen.split("assistant:", 1)[1].strip():
+            break
+        if not select.select([p.stdout], [], [], max(0.0, deadline - time.time()))[0]:
             break
         chunk = os.read(p.stdout.fileno(), 4096).decode(errors="replace")
         if not chunk:
@@ -123,10 +152,11 @@ def main():
     report("engine killed mid-turn: coli says so and does not hang", ok, (kids, out[-400:], err[-200:]))
 
     # -- interactive, under tmux -----------------------------------------------------------
+    # The answer holds after HOLD tokens: it streams, and no footer can come before Ctrl-C.
     sess = f"coli-test-{os.getpid()}"
-    tmux = lambda *a: subprocess.run(["tmux", *a], capture_output=True, text=True)
+    tmux = lambda *a: subprocess.run(["tmux", *a], capture_output=True, text=True, timeout=30)
     tmux("new-session", "-d", "-s", sess, "-x", "160", "-y", "50",
-         f"{COLI} chat --no-attach --model {MODEL} --max-tokens 3000 --ctx 4096; sleep 30")
+         f"{COLI} chat --no-attach --model {MODEL} --engine {held} --max-tokens 3000 --ctx 4096; sleep 30")
     try:
         def pane():
             return tmux("capture-pane", "-p", "-t", sess, "-S", "-200").stdout
@@ -142,19 +172,22 @@ def main():
 
         started = wait_for(r"you>") is not None
         tmux("send-keys", "-t", sess, "Hello from tmux", "Enter")
-        time.sleep(1.0)
-        mid = pane()
-        streaming = "Hello from tmux" in mid and "tokens," not in mid.split("Hello from tmux")[-1]
+        # Answer text on the screen after the question (the footer cannot come yet).
+        mid = wait_for(r"Hello from tmux\s*\n\s*\S") or pane()
+        after = mid.split("Hello from tmux")[-1]
+        streaming = "Hello from tmux" in mid and after.strip() != "" and "tokens," not in after
         tmux("send-keys", "-t", sess, "C-c")
-        stopped = wait_for(r"tokens, .*stopped\]")
+        stopped = wait_for(rf"\[{HOLD} tokens, .*stopped\]")
         tmux("send-keys", "-t", sess, ":reset", "Enter")
         reset = wait_for(r"\[new conversation\]")
         tmux("send-keys", "-t", sess, ":q", "Enter")
         report("tmux: the prompt appears and the answer streams before its footer", started and streaming, mid[-500:])
-        report("tmux: Ctrl-C stops the answer (footer says stopped)", stopped is not None, pane()[-500:])
+        report(f"tmux: Ctrl-C stops the answer (footer: its {HOLD} tokens, stopped)", stopped is not None,
+               pane()[-500:])
         report("tmux: :reset starts a new conversation", reset is not None, pane()[-300:])
     finally:
         tmux("kill-session", "-t", sess)
+        shutil.rmtree(tmp, ignore_errors=True)
 
     return checks.finish()
 
