@@ -2,7 +2,13 @@
 // page loads, the engine shows ready, a chat turn streams into #reply, Stop aborts a turn, the
 // conversation is sent each turn, the stats panel fills (#throughput, #rss, #expert-map).
 //
-//   node web_ui.test.mjs --base URL [--api-key K] [--screenshot PATH] [--chromium PATH]
+//   node web_ui.test.mjs --base URL [--api-key K] [--screenshot PATH] [--chromium PATH] [--hold N]
+//
+// --hold N: the gateway's engine runs with --fault-hold-after N (tests/gateway/run.sh starts
+// it so): a turn of more than N tokens holds until stopped, so Stop meets it in flight. The
+// other turns ask for N or fewer. Without it the Stop check races the model's end of turn.
+// The page's clock is Playwright's (page.clock): it runs as usual, and the polling check
+// pauses it and runs the page's timers itself, so no window of real time decides a check.
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -11,6 +17,9 @@ import { chromium } from 'playwright-core';
 import { config, Reporter, assert, sleep } from './lib.mjs';
 
 const { args, base, apiKey } = config();
+const hold = Number(args.hold || 0);
+// Tokens for the turns that must end by themselves: no more than the hold.
+const shortTurn = String(hold > 0 ? Math.min(hold, 24) : 24);
 const screenshot = args.screenshot || path.join(os.tmpdir(), 'inkling-web-ui.png');
 const executablePath = args.chromium || process.env.CHROMIUM || '/usr/bin/chromium';
 const r = new Reporter('web-ui');
@@ -60,6 +69,9 @@ page.on('console', (msg) => { if (msg.type() === 'error') consoleErrors.push(msg
 page.on('request', (req) => {
     if (req.method() === 'POST' && req.url().endsWith('/v1/chat/completions')) requests.push(req.postData());
 });
+// Installed before the page loads so that every timer of the page is on it; it runs in
+// step with real time until the polling check pauses it.
+await page.clock.install();
 if (apiKey) {
     // The key the UI keeps in localStorage, set before the page's script reads it.
     await context.addInitScript((key) => { localStorage.setItem('inkling.apiKey', key); }, apiKey);
@@ -98,7 +110,7 @@ async function setOption(id, value) {
 }
 
 await r.check('web-ui/chat-streams', async () => {
-    await setOption('#max-tokens', '24');
+    await setOption('#max-tokens', shortTurn);
     await setOption('#temperature', '0');
     await page.fill('#prompt', 'Hello! Say something.');
     await page.click('#send');
@@ -116,6 +128,7 @@ await r.check('web-ui/chat-streams', async () => {
     return `${chunks} chunks, ${body.length} chars`;
 }, 90000);
 
+// With --hold the engine holds this turn after `hold` tokens: it is streaming when Stop lands.
 await r.check('web-ui/stop-aborts', async () => {
     await setOption('#max-tokens', '4000');
     await page.fill('#prompt', 'Tell me a long story.');
@@ -133,7 +146,7 @@ await r.check('web-ui/stop-aborts', async () => {
 function assertState(got, want) { assert(got === want, `#reply state is '${got}', expected '${want}'`); }
 
 await r.check('web-ui/history-sent', async () => {
-    await setOption('#max-tokens', '8');
+    await setOption('#max-tokens', String(Math.min(8, Number(shortTurn))));
     await page.fill('#prompt', 'And a third turn.');
     await page.click('#send');
     await page.waitForFunction(() => document.getElementById('reply')?.dataset.state !== 'streaming', null, { timeout: 60000 });
@@ -183,30 +196,39 @@ await r.check('web-ui/expert-map-drawn', async () => {
 });
 
 await r.check('web-ui/polling-pauses-when-hidden', async () => {
-    let polls = 0;
-    const onReq = (req) => { if (req.url().endsWith('/v1/stats')) polls++; };
+    // The page's clock stands still from here on: only clock.runFor moves its timers. Polls
+    // are counted by the requests the page makes, and none may be in flight when hidden.
+    let started = 0, open = 0;
+    const onReq = (req) => { if (req.url().endsWith('/v1/stats')) { started++; open++; } };
+    const onEnd = (req) => { if (req.url().endsWith('/v1/stats')) open--; };
     page.on('request', onReq);
+    page.on('requestfinished', onEnd);
+    page.on('requestfailed', onEnd);
+    const setHidden = (hidden) => page.evaluate((h) => {
+        Object.defineProperty(document, 'hidden', { configurable: true, get: () => h });
+        Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (h ? 'hidden' : 'visible') });
+        document.dispatchEvent(new Event('visibilitychange'));
+    }, hidden);
     try {
+        await page.clock.pauseAt(Date.now() + 1000);
         // Fake a hidden tab: override document.hidden and fire visibilitychange.
-        await page.evaluate(() => {
-            Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });
-            Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' });
-            document.dispatchEvent(new Event('visibilitychange'));
-        });
-        await sleep(1200);      // a poll in flight may finish
-        polls = 0;
-        await sleep(2500);
-        const hiddenPolls = polls;
-        await page.evaluate(() => {
-            Object.defineProperty(document, 'hidden', { configurable: true, get: () => false });
-            Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'visible' });
-            document.dispatchEvent(new Event('visibilitychange'));
-        });
-        await sleep(1500);
-        assert(hiddenPolls === 0, `${hiddenPolls} polls while hidden`);
-        assert(polls > 0, 'no poll after the tab became visible again');
+        await setHidden(true);
+        // A poll already in flight ends (its answer schedules nothing while hidden).
+        for (const t0 = Date.now(); open > 0 && Date.now() - t0 < 10000;) await sleep(20);
+        assert(open === 0, `a /v1/stats request still in flight 10 s after hiding`);
+        const before = started;
+        await page.clock.runFor(10000);  // ten poll periods of page time
+        const hiddenPolls = started - before;
+        const back = page.waitForRequest((req) => req.url().endsWith('/v1/stats'), { timeout: 10000 });
+        await setHidden(false);
+        await back;  // becoming visible polls at once
+        assert(hiddenPolls === 0, `${hiddenPolls} polls in 10 s of page time while hidden`);
+        return `0 polls in 10 s hidden, one at once when visible`;
     } finally {
         page.off('request', onReq);
+        page.off('requestfinished', onEnd);
+        page.off('requestfailed', onEnd);
+        await page.clock.resume();
     }
 }, 30000);
 
