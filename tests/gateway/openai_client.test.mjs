@@ -9,7 +9,9 @@
 //        only the engine-fault checks: kill -9 the engine (pid from /v1/stats) mid-stream and
 //        watch the gateway end the stream with an error event, answer /health 503 while it
 //        restarts the engine, and serve the next request (the SDK retries 503s). Needs the
-//        gateway on this machine; run it last, it restarts the engine.
+//        gateway on this machine; run it last, it restarts the engine. tests/gateway/run.sh
+//        gives it an engine with --fault-hold-after 16 (and passes --hold 16): the stream it
+//        kills holds after 16 tokens, so the kill lands mid-stream whatever the model says.
 
 import http from 'node:http';
 import OpenAI from 'openai';

@@ -134,20 +134,25 @@ run_node() {
     [[ $healthy -eq 1 ]] || fail_line "gateway-tests/$name-left-gateway-healthy" "/health is not 200 within 30 s of the suite's end"
 }
 
+# `run_held NAME LIMIT ARGS...`: run_node on a gateway of its own whose engine holds a request
+# after 16 tokens until a STOP or CANCEL (--fault-hold-after, docs/configuration.md), so a Stop,
+# a kill or a hang-up meets a turn in flight whatever the model says; then the shared one again.
+# The suite's turns that must end by themselves ask for 16 tokens or fewer.
+run_held() {
+    stop_gateway
+    start_gateway --engine-arg=--fault-hold-after=16
+    run_node "$@" --hold 16
+    stop_gateway
+    start_gateway
+}
+
 for suite in $suites; do
     case "$suite" in
         openai) run_node openai 300 openai_client.test.mjs ;;
         corpus) run_node corpus 600 http_corpus.test.mjs --body-cap "$body_cap" --slow-limit "$slow_limit" ;;
-        # The web UI's Stop must meet a turn in flight: its own gateway, whose engine holds a
-        # request after 16 tokens until a STOP or CANCEL (--fault-hold-after, docs/configuration.md;
-        # the suite's other turns ask for 16 or fewer), then the shared one again.
-        web)    stop_gateway
-                start_gateway --engine-arg=--fault-hold-after=16
-                run_node web 300 web_ui.test.mjs --screenshot "$build/gateway-web-ui.png" --hold 16
-                stop_gateway
-                start_gateway ;;
+        web)    run_held web 300 web_ui.test.mjs --screenshot "$build/gateway-web-ui.png" ;;
         load)   run_node load 420 load.test.mjs ;;
-        faults) run_node faults 300 openai_client.test.mjs --faults ;;
+        faults) run_held faults 300 openai_client.test.mjs --faults ;;
         *)      fail_line gateway-tests/suites "unknown suite '$suite'" ;;
     esac
 done
