@@ -96,14 +96,15 @@ def error_code(body):
         return None
 
 
-def open_stream(g, content="hold", key=None, headers=""):
-    """A streaming chat on a raw socket, read up to its first token (the fake's first DATA)."""
+def open_stream(g, content="hold", key=None, headers="", first=b"ok"):
+    """A streaming chat on a raw socket, read up to its first token `first` (the fake's first
+    DATA; the role chunk before it has an empty content)."""
     s = socket.create_connection(("127.0.0.1", g.port), timeout=DEADLINE)
     body = json.dumps(chat_body(content, stream=True))
     auth = f"Authorization: Bearer {key}\r\n" if key else ""
     s.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{g.port}\r\nContent-Type: application/json\r\n"
                f"{auth}{headers}Content-Length: {len(body)}\r\n\r\n{body}").encode())
-    return s, read_until(s, b'"content":"', timeout=DEADLINE)
+    return s, read_until(s, b'"content":"' + first + b'"', timeout=DEADLINE)
 
 
 def send_request(g, body, path="/v1/chat/completions"):
@@ -330,6 +331,10 @@ def cache_slot():
                st == 400 and e.get("param") == "cache_slot" and "below 4" in e.get("message", "")
                and len(submits()) == 3,
                (st, body[:200], len(submits())))
+        got = {repr(v): call(g, "POST", "/v1/chat/completions", chat_body(cache_slot=v)) for v in (-1, "1", 1.5)}
+        report("cache_slot -1, \"1\" and 1.5 are 400s naming cache_slot (an integer in 0..65535)",
+               all(st == 400 and json.loads(b)["error"]["param"] == "cache_slot" for st, b, _ in got.values())
+               and len(submits()) == 3, {k: (v[0], v[1][:120]) for k, v in got.items()})
     finally:
         g.stop()
 
@@ -474,7 +479,7 @@ def hangup_while_queued():
     path, submits = recorder()
     g = start("--fake-hold", "--fake-record", path, "--fake-reply", reply_file(["a", "b"]), extra=["--slots", "1"])
     try:
-        held, _ = open_stream(g, "first")
+        held, _ = open_stream(g, "first", first=b"a")
         queued = send_request(g, chat_body("queued one"))
         in_queue = wait_for(lambda: gateway_stats(g).get("queued") == 1)
         queued.close()
@@ -485,11 +490,11 @@ def hangup_while_queued():
         os.kill(engine_pid(g), signal.SIGUSR1)  # the held request finishes; its slot frees
         rest = read_all(held, timeout=DEADLINE)
         held.close()
-        after, head = open_stream(g, "after")  # held too: its first token shows it has the slot
+        after, head = open_stream(g, "after", first=b"a")  # held too: its first token shows it has the slot
         after.close()
         prompts = [x["prompt"] for x in submits()]
         report("... the slot goes to the next request; the engine never saw the one that hung up",
-               rest.rstrip().endswith(b"data: [DONE]") and b'"content":"' in head and len(prompts) == 2
+               rest.rstrip().endswith(b"data: [DONE]") and b'"content":"a"' in head and len(prompts) == 2
                and "first" in prompts[0] and "after" in prompts[1], (rest[-120:], head[-120:], prompts))
     finally:
         g.stop()
@@ -566,7 +571,7 @@ def sigint_drains():
         monitor.request("GET", "/health")
         first = monitor.getresponse()
         first.read()
-        stream, _ = open_stream(g, "drain me")
+        stream, _ = open_stream(g, "drain me", first=b"one")
         g.proc.send_signal(signal.SIGINT)
 
         def draining():
