@@ -103,9 +103,9 @@ def streamed(g, body):
 def reasoning(g, model_id, effort_level, effort, thinks):
     """reasoning_effort → the effort line; the turn's channels equal the oracle's split."""
     messages = [{"role": "user", "content": "What is two plus two?"}]
-    body = {"model": model_id, "messages": messages, "max_tokens": 24, "temperature": 0,
+    body = {"model": model_id, "messages": messages, "max_tokens": 16, "temperature": 0,
             "reasoning_effort": effort_level}
-    want, usage = oracle(g, model_id, messages, effort, 24)
+    want, usage = oracle(g, model_id, messages, effort, 16)
     st, r = post(g, "/v1/chat/completions", body)
     msg = r["choices"][0]["message"] if st == 200 else r
     got = {"reasoning_content": msg.get("reasoning_content", ""), "content": msg.get("content")} if st == 200 else msg
