@@ -5,6 +5,8 @@
 
 #include <utility>
 
+#include <set>
+
 #include <boost/asio.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -36,6 +38,28 @@ public:
 
 private:
     asio::steady_timer timer_;
+};
+
+// Wakes every waiting coroutine at once (a condition variable's notify_all), each with its
+// own deadline. (One Signal shared by several waiters would have each wait() cancel the
+// others' waits: they would wake each other in turn, forever.)
+class Broadcast {
+public:
+    explicit Broadcast(asio::any_io_executor ex) : ex_(std::move(ex)) {}
+    awaitable<void> wait(asio::steady_timer::time_point deadline = asio::steady_timer::time_point::max()) {
+        asio::steady_timer timer(ex_, deadline);
+        waiting_.insert(&timer);
+        boost::system::error_code ec;
+        co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
+        waiting_.erase(&timer);
+    }
+    void notify_all() {
+        for (auto* t : waiting_) t->cancel();
+    }
+
+private:
+    asio::any_io_executor ex_;
+    std::set<asio::steady_timer*> waiting_;
 };
 
 }  // namespace inkling::gateway
