@@ -527,7 +527,11 @@ TEST_CASE("wav: hostile bytes never crash (mutations and truncations of valid fi
             ++rejected;
         }
     }
-    CHECK(decoded + rejected == 20000);
+    // Any other exception (out_of_range, bad_alloc) escaped and failed the case already; what
+    // is left to check is that the mutations reached both outcomes, a decode and a refusal.
+    MESSAGE("mutated WAVs: " << decoded << " decoded, " << rejected << " refused");
+    CHECK(decoded >= 1000);
+    CHECK(rejected >= 1000);
     CHECK(rejected > 0);
     CHECK(decoded > 0);
 }

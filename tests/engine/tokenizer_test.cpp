@@ -186,8 +186,10 @@ TEST_CASE("Inkling tokenizer: unknown ids throw std::out_of_range") {
     CHECK_THROWS_AS(tok.token_bytes(201023), std::out_of_range);  // padding rows of the model
     Ids bad{3686, 200058};
     CHECK_THROWS_AS(tok.decode(bad), std::out_of_range);
+    // The message names the id (FAIL throws doctest's own exception, not out_of_range).
     try {
         tok.token_bytes(250000);
+        FAIL("token_bytes(250000) did not throw");
     } catch (const std::out_of_range& e) {
         CHECK(std::string(e.what()).find("250000") != std::string::npos);
     }

@@ -421,11 +421,14 @@ for (const c of cases) {
     if (down) { r.fail(`http-corpus/${c.name}`, 'not run: the gateway stopped answering /health'); continue; }
     const res = await exchange(c.steps, { timeoutMs: c.timeoutMs || CASE_TIMEOUT_MS, head: c.head });
     const why = judge(res, c.expect, c.jsonError);
-    const health = await healthOk();
+    let health = await healthOk();
     if (health) {
-        // Give a restarting engine a moment before calling the gateway harmed.
-        await sleep(2000);
-        if (await healthOk()) down = true;
+        // A restarting engine gets up to 30 s of /health polls before the gateway counts as harmed.
+        for (const end = Date.now() + 30000; health && Date.now() < end;) {
+            await sleep(200);
+            health = await healthOk();
+        }
+        if (health) down = true;
     }
     if (why) r.fail(`http-corpus/${c.name}`, why);
     else if (down) r.fail(`http-corpus/${c.name}`, `the gateway is unhealthy after this case: ${health}`);
