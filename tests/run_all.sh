@@ -142,6 +142,8 @@ if timed 900 "$log_dir/demo-model-ensure.log" "$root/tools/make-tiny/ensure_demo
         "$build/inkling" serve --model "$build/demo-model" --slots 2 --ctx 512 --threads 2
     # Hostile frames against the real engine: each answered by an ERROR, the engine serves on.
     run_suite engine-serve-e2e python3 "$root/tests/serve/serve_e2e.py" "$build"
+    # info, run --prompt/--chat/--effort/--audio, --isa, serve --prefill-chunk against oracles.
+    run_suite engine-cli-e2e /usr/bin/python3 "$root/tests/engine/engine_cli_e2e.py" "$build"
 else
     echo "FAIL demo-model: tools/make-tiny/ensure_demo.sh failed; see $log_dir/demo-model-ensure.log"
     failed=$((failed + 1))
@@ -153,8 +155,12 @@ run_suite conformance-engine-vulkan "$build/protocol-conformance" --prompt "1 2 
     --scratch "$log_dir" -- "$build/inkling" serve --model "$build/fixtures/base-hf-f32" --slots 1 --ctx 256 \
     --threads 2 --vulkan on
 run_suite vulkan-serve python3 "$root/tests/vulkan/serve_device_test.py" "$build"
+# --vulkan auto/prompts, --vk-device/-budget-mb/-layers, the declines, a converted model's cache.
+run_suite vulkan-flags /usr/bin/python3 "$root/tests/vulkan/vulkan_flags_e2e.py" "$build"
 # inkling convert on every fixture layout, resume after a kill, refusals (docs/convert.md).
 run_suite convert-e2e "$root/tests/convert/convert_e2e.sh" "$build"
+# A converted model's expert cache: usage history saves, a CRC error while serving, no O_DIRECT.
+run_suite expert-cache-e2e /usr/bin/python3 "$root/tests/experts/expert_cache_e2e.py" "$build"
 run_suite gateway-e2e python3 "$root/tests/gateway/gateway_e2e.py" "$build"
 run_suite gateway-hostile python3 "$root/tests/gateway/gateway_hostile.py" "$build"
 run_suite gateway-supervisor python3 "$root/tests/gateway/supervisor_e2e.py" "$build"
@@ -164,6 +170,8 @@ run_suite gateway-documented-models python3 "$root/tests/gateway/documented_mode
 # Five node suites with deadlines of their own (tests/gateway/run.sh), up to 32 min in all.
 SUITE_DEADLINE=2400 run_suite gateway-clients "$root/tests/gateway/run.sh" "$build"
 run_suite coli-e2e python3 "$root/tests/coli/coli_e2e.py" "$build"
+# The default model, --system/--effort/--audio on the wire, :help, Ctrl-C/Ctrl-D under tmux.
+run_suite coli-features /usr/bin/python3 "$root/tests/coli/coli_features_e2e.py" "$build"
 run_suite conformance-echo "$build/protocol-conformance" --scratch "$log_dir" -- "$build/echo-engine"
 run_suite conformance-echo-1slot "$build/protocol-conformance" --scratch "$log_dir" -- "$build/echo-engine" --slots 1
 

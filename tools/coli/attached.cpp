@@ -149,7 +149,8 @@ TurnResult Attached::turn(const std::vector<tml::Message>& history, const std::v
         const int status = parser.get().result_int();
         std::string error_body;  // a non-200 answer's body
         SseReader sse;
-        bool first = true, finished = false;
+        bool first = true, finished = false, usage_seen = false;
+        long pieces = 0;  // streamed deltas, one a token: the count when a stop leaves no usage
         while (!parser.is_done() && !finished) {
             char chunk[8192];
             parser.get().body().data = chunk;
@@ -185,6 +186,7 @@ TurnResult Attached::turn(const std::vector<tml::Message>& history, const std::v
                 if (j.contains("usage") && j["usage"].is_object()) {
                     r.prompt_tokens = j["usage"].value("prompt_tokens", 0L);
                     r.completion_tokens = j["usage"].value("completion_tokens", 0L);
+                    usage_seen = true;
                 }
                 if (!j.contains("choices") || j["choices"].empty()) continue;
                 const auto& ch = j["choices"][0];
@@ -192,11 +194,13 @@ TurnResult Attached::turn(const std::vector<tml::Message>& history, const std::v
                     r.length_limited = ch["finish_reason"] == "length";
                 if (!ch.contains("delta")) continue;
                 const auto& d = ch["delta"];
+                bool carried = false;
                 for (const char* key : {"reasoning_content", "content"}) {
                     if (!d.contains(key) || !d[key].is_string() || d[key].get<std::string>().empty()) continue;
                     if (first) r.ttft_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
                     first = false;
                     std::string text = d[key].get<std::string>();
+                    carried = true;
                     if (std::string(key) == "content") {
                         r.content += text;
                         out.content(text);
@@ -205,8 +209,10 @@ TurnResult Attached::turn(const std::vector<tml::Message>& history, const std::v
                         out.reasoning(text);
                     }
                 }
+                pieces += carried;
             }
         }
+        if (!usage_seen) r.completion_tokens = pieces;  // stopped: the stream ended before its usage
         if (status != 200) {
             auto j = nlohmann::json::parse(error_body, nullptr, false);
             r.error = "HTTP " + std::to_string(status) +

@@ -157,6 +157,8 @@ int chat(Backend& b, const TurnSettings& ts, const Style& st, const std::string&
     if (tty_in) using_history();
     while (true) {
         std::string line;
+        // A second Ctrl-C that came after the answer it stopped, before the prompt.
+        if (g_interrupts > 1) break;
         if (tty_in) {
             char* l = readline(clips.empty() ? "you> " : "you (+audio)> ");
             if (!l) break;  // Ctrl-D
