@@ -6,10 +6,13 @@
 //
 // Every flag is declared once in engine/options.cpp (docs/configuration.md is made from
 // it). Errors go to stderr with a non-zero exit; nothing is printed half-way as if it worked.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -34,6 +37,7 @@
 #include "engine/model/weights.h"
 #include "engine/options.h"
 #include "engine/sampling/sampler.h"
+#include "engine/serve/load_progress.h"
 #include "engine/serve/scheduler.h"
 #include "engine/serve/serve_loop.h"
 #include "engine/vulkan/chain_stats.h"
@@ -111,8 +115,10 @@ std::shared_ptr<inkling::experts::ExpertCache> cache_for(const inkling::model::M
 
 // The Vulkan chain under --vulkan/--vk-device/--vk-layers/--vk-budget-mb/--vk-experts, handed to `fw`.
 void attach_device(inkling::forward::Forward& fw, const inkling::model::Model& model,
-                   const cxxopts::ParseResult& args) {
+                   const cxxopts::ParseResult& args,
+                   std::function<void(std::uint64_t, std::uint64_t)> on_layer = {}) {
     inkling::vulkan::VulkanFlags f;
+    f.on_layer = std::move(on_layer);
     f.mode = args["vulkan"].as<std::string>();
     if (args.count("vk-device")) f.device = args["vk-device"].as<int>();
     if (args.count("vk-layers")) f.layers = args["vk-layers"].as<int>();
@@ -311,7 +317,10 @@ int cmd_eval(const cxxopts::ParseResult& args) {
 // The long-lived engine the gateway and coli drive over protocol/ (PROTOCOL.md).
 int cmd_serve(const cxxopts::ParseResult& args) {
     inkling::protocol::init_binary_stdio();  // before any byte on stdout
+    inkling::serve::LoadProgress progress(args["load-events"].as<bool>(), STDOUT_FILENO);
+    progress.report("model");
     auto model = inkling::model::load_model(args["model"].as<std::string>());
+    progress.report("tokenizer");
     auto tokenizer = load_tokenizer(model);
     inkling::serve::ServeOptions o;
     o.slots = args["slots"].as<int>();
@@ -326,8 +335,11 @@ int cmd_serve(const cxxopts::ParseResult& args) {
     if (o.context < 2) throw std::runtime_error("--ctx must be at least 2");
     if (o.prefill_chunk < 1) throw std::runtime_error("--prefill-chunk must be at least 1");
     inkling::cpu::ThreadPool pool(args["threads"].as<unsigned>());
+    progress.report("experts");
     inkling::serve::Scheduler scheduler(model, tokenizer ? &*tokenizer : nullptr, pool, o, cache_for(model, args));
-    attach_device(scheduler.forward(), model, args);
+    progress.report("device");
+    attach_device(scheduler.forward(), model, args,
+                  [&](std::uint64_t done, std::uint64_t total) { progress.report("device", done, total); });
     return inkling::serve::serve_stdio(scheduler);
 }
 

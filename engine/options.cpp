@@ -70,6 +70,10 @@ constexpr cli::Option kOptions[] = {
      .doc = "KV slots (concurrent conversations), 1..256", .commands = "serve"},
     {.name = "prefill-chunk", .type = Type::Int64, .value_name = "N", .default_value = "256",
      .doc = "prompt tokens per round and request (bounds STOP/CANCEL latency during prefill)", .commands = "serve"},
+    {.name = "load-events", .type = Type::Bool, .default_value = "false",
+     .doc = "before READY, an EVENT load_progress frame each time the load moves on (the gateway's start-up "
+            "deadline resets on them)",
+     .commands = "serve"},
     {.name = "snapshot-pins", .type = Type::Size, .value_name = "N", .default_value = "4",
      .doc = "pinned snapshots kept (SUBMIT pin=1), least recently used dropped first", .commands = "serve"},
     // bench

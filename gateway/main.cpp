@@ -87,17 +87,20 @@ int main(int argc, char** argv) {
         const int slots = args["slots"].as<int>();
         if (slots < 1 || slots > 256) throw std::runtime_error("--slots must lie in 1..256");
         eo.argv = {args["engine"].as<std::string>(), "serve", "--model", model.string(), "--slots", std::to_string(slots),
-                   "--ctx", std::to_string(args["ctx"].as<int>()), "--threads", std::to_string(args["threads"].as<int>())};
+                   "--ctx", std::to_string(args["ctx"].as<int>()), "--threads", std::to_string(args["threads"].as<int>()),
+                   // progress EVENTs while it loads: the start-up deadline resets on each
+                   "--load-events"};
         if (args.count("engine-arg"))
             for (const auto& a : args["engine-arg"].as<std::vector<std::string>>()) eo.argv.push_back(a);
         if (args["restart-settle"].as<int>() < 0 || args["restart-backoff-max"].as<int>() < 1)
             throw std::runtime_error("--restart-settle must be 0 or more and --restart-backoff-max at least 1");
         eo.settle = std::chrono::seconds(args["restart-settle"].as<int>());
-        for (const char* f : {"engine-ping", "engine-deadline", "engine-start-deadline"})
+        for (const char* f : {"engine-ping", "engine-deadline", "engine-start-deadline", "engine-drain-deadline"})
             if (args[f].as<int>() < 1) throw std::runtime_error(std::string("--") + f + " must be at least 1");
         eo.ping = std::chrono::seconds(args["engine-ping"].as<int>());
         eo.deadline = std::chrono::seconds(args["engine-deadline"].as<int>());
         eo.start_deadline = std::chrono::seconds(args["engine-start-deadline"].as<int>());
+        eo.drain_deadline = std::chrono::seconds(args["engine-drain-deadline"].as<int>());
         eo.backoff_max = std::chrono::seconds(args["restart-backoff-max"].as<int>());
         asio::io_context io;
         Metrics metrics;

@@ -59,7 +59,11 @@ constexpr cli::Option kOptions[] = {
     {.name = "engine-deadline", .type = Type::Int, .value_name = "S", .default_value = "15",
      .doc = "an engine that sends nothing for S s after a STATS request is unresponsive: killed, restarted"},
     {.name = "engine-start-deadline", .type = Type::Int, .value_name = "S", .default_value = "600",
-     .doc = "an engine not READY S s after its start is unresponsive (loading a big model takes minutes)"},
+     .doc = "a loading engine that sends neither READY nor a load-progress EVENT for S s is unresponsive: killed, "
+            "restarted"},
+    {.name = "engine-drain-deadline", .type = Type::Int, .value_name = "S", .default_value = "60",
+     .doc = "after a device loss: the requests in flight get S s to finish (nothing new is admitted), then the engine "
+            "restarts"},
     {.name = "restart-settle", .type = Type::Int, .value_name = "S", .default_value = "5",
      .doc = "an engine that dies within S s of READY (or before it) is in a crash loop: restarts back off"},
     {.name = "restart-backoff-max", .type = Type::Int, .value_name = "S", .default_value = "30",

@@ -155,6 +155,8 @@ run_suite conformance-engine-vulkan "$build/protocol-conformance" --prompt "1 2 
     --scratch "$log_dir" -- "$build/inkling" serve --model "$build/fixtures/base-hf-f32" --slots 1 --ctx 256 \
     --threads 2 --vulkan on
 run_suite vulkan-serve python3 "$root/tests/vulkan/serve_device_test.py" "$build"
+# serve --load-events: progress EVENTs before READY (what the gateway's start-up deadline resets on).
+run_suite engine-load-events python3 "$root/tests/serve/load_events.py" "$build"
 # --vulkan auto/prompts, --vk-device/-budget-mb/-layers, the declines, a converted model's cache.
 run_suite vulkan-flags /usr/bin/python3 "$root/tests/vulkan/vulkan_flags_e2e.py" "$build"
 # inkling convert on every fixture layout, resume after a kill, refusals (docs/convert.md).

@@ -176,6 +176,7 @@ Chain::Chain(const model::Model& model, const ChainOptions& o) : model_(model), 
             B->dense_scale = L.dense_scale;
         }
         layer_.push_back(std::move(B));
+        if (o.on_layer) o.on_layer(static_cast<std::uint64_t>(i) + 1, static_cast<std::uint64_t>(n_layers_));
     }
     if (n_layers_ == c_.layers) {
         lm_head_ = std::make_unique<DeviceMatrix>(*ctx_, w.lm_head);

@@ -24,6 +24,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -65,6 +66,8 @@ struct ChainOptions {
     bool inline_uploads = false;  // tests: the tier uploads between steps on the calling thread
     bool profile = false;         // time every command on the device (timestamps; benchmarks)
     std::uint64_t fault_upload_at = 0;  // fault hook (tests): the tier's n-th expert upload is a lost device
+    // Called after each layer's weights reach the device (done of total): load progress.
+    std::function<void(std::uint64_t done, std::uint64_t total)> on_layer;
 };
 
 struct ChainStats {

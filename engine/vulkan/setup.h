@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -21,6 +22,8 @@ struct VulkanFlags {
     std::uint64_t budget_mb = 0;
     std::string experts = "auto";  // --vk-experts: auto, off or a count of MoE layers
     bool profile = false;          // --vk-profile
+    // Called after each layer's weights reach the device (done of total): load progress.
+    std::function<void(std::uint64_t done, std::uint64_t total)> on_layer;
 };
 
 // Opens the chain when the flags and the system say so, printing one line to stderr that
