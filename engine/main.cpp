@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include <cxxopts.hpp>
+#include "protocol/cli/cxxopts.h"
 #include <nlohmann/json.hpp>
 
 #include "engine/bench/expert_cache_bench.h"

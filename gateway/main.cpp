@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include <cxxopts.hpp>
+#include "protocol/cli/cxxopts.h"
 
 #include "gateway/asio.h"
 #include "gateway/engine_supervisor.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include <cxxopts.hpp>
+#include "protocol/cli/cxxopts.h"
 
 #include "protocol/cli/option.h"
 

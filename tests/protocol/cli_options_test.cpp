@@ -130,3 +130,15 @@ TEST_CASE("cli: the Markdown has a row per argument, '|' escaped, and the fault 
     CHECK(md.find("| `--fault-x N` or `DEMO_CLI_FAULT_X=N` | demo serve | fakes x | tests/x.py |\n") !=
           std::string::npos);
 }
+
+TEST_CASE("cli: a repeatable flag keeps each value whole, commas included") {
+    // cxxopts splits vector values at commas unless told otherwise (protocol/cli/cxxopts.h).
+    static constexpr Option options[] = {{.name = "engine-arg", .type = Type::Strings, .value_name = "ARG", .doc = "repeatable"}};
+    static constexpr Program program{.name = "demo", .summary = "A demo.", .doc_page = "demo.md", .options = options};
+    cxxopts::Options o("demo");
+    add_options(o, program);
+    std::vector<const char*> argv = {"demo", "--engine-arg=--stop=a,b", "--engine-arg", "https://a.example,https://b.example"};
+    auto args = o.parse(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
+    CHECK(args["engine-arg"].as<std::vector<std::string>>() ==
+          std::vector<std::string>{"--stop=a,b", "https://a.example,https://b.example"});
+}

@@ -21,7 +21,7 @@
 #include <string>
 #include <string_view>
 
-#include <cxxopts.hpp>
+#include "protocol/cli/cxxopts.h"
 
 #include "protocol/audio/audio_error.h"
 #include "protocol/audio/dmel.h"

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include <cxxopts.hpp>
+#include "protocol/cli/cxxopts.h"
 #include <nlohmann/json.hpp>
 
 #include "protocol/audio/dmel.h"
