@@ -1,26 +1,23 @@
-// Server::generate — one OpenAI generation request from admission to the last byte:
-// wait for a slot, submit to the engine (again, transparently, if the engine died before
-// ACCEPT), commit HTTP 200 only on ACCEPT, stream or collect the answer through the
-// channel splitter and the stop filter, and CANCEL when the client goes away.
-#include <sys/socket.h>
-
-#include <cerrno>
+// Server::generate — one generation request from admission to the last byte, in no API
+// dialect's terms: wait for a slot, submit to the engine (again, transparently, if the engine
+// died before ACCEPT), commit HTTP 200 only on ACCEPT, then pump the engine's frames through
+// the GenerationDriver (generation_driver.h) and write what the dialect's Formatter makes of
+// them. Every wait has a deadline: the slot queue (--queue-timeout), a (re)starting engine
+// (120 s), ACCEPT (--accept-deadline), each next frame (--frame-deadline), each write
+// (--write-deadline). A client that hangs up gets its request CANCELled (hangup_watch.h).
 #include <cmath>
 #include <cstdio>
-#include <functional>
 #include <random>
 
 #include "gateway/api_error.h"
 #include "gateway/connection.h"
-#include "gateway/output_splitter.h"
+#include "gateway/generation_driver.h"
+#include "gateway/hangup_watch.h"
 #include "gateway/server.h"
-#include "gateway/stop_filter.h"
-#include "protocol/fields.h"
 
 namespace inkling::gateway {
 
 using tcp = asio::ip::tcp;
-using Request = http::request<http::string_body>;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -35,86 +32,43 @@ std::string random_hex(std::size_t n) {
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// An engine ERROR before ACCEPT as the API error a client should see.
-ApiError engine_refusal(const protocol::Error& e) {
-    using protocol::ErrorCode;
-    switch (e.code) {
-    case ErrorCode::ContextExceeded:
-        return ApiError(400, "invalid_request_error",
-                        "This model's context cannot hold the prompt (" + e.detail + ")", "messages", "context_length_exceeded");
-    case ErrorCode::BadRequest:
-    case ErrorCode::EmptyPrompt:
-    case ErrorCode::AudioMismatch:
-    case ErrorCode::NotSupported:
-        return ApiError(400, "invalid_request_error", std::string(protocol::to_string(e.code)) + ": " + e.detail);
-    case ErrorCode::SlotBusy:
-    case ErrorCode::Overloaded:
-        return ApiError(429, "rate_limit_error", "the engine is busy; retry", "", "engine_busy", 1);
-    default:
-        return ApiError(500, "server_error", "the engine failed the request: " + std::string(protocol::to_string(e.code)) +
-                                                 (e.detail.empty() ? "" : " " + e.detail),
-                        "", "engine_error");
-    }
-}
-
-// Waits for the client to hang up (end of stream or an error on the socket); then wakes
-// whatever the request is waiting on. Bytes that arrive meanwhile (a pipelined request, a
-// stray CRLF) are moved into the connection's buffer for the next request and the watch
-// goes on: it used to stop at the first byte. `done` is set when the request ends, before
-// `hangup` goes away. A client pipelining more than 64 KiB is no longer read (nor watched).
-awaitable<void> watch_disconnect(tcp::socket& socket, beast::flat_buffer& pending, std::function<void()>& hangup,
-                                 std::shared_ptr<bool> done) {
-    while (true) {
-        boost::system::error_code ec;
-        co_await socket.async_wait(tcp::socket::wait_read, asio::redirect_error(use_awaitable, ec));
-        if (*done || ec == asio::error::operation_aborted) co_return;
-        if (ec) {
-            hangup();
-            co_return;
-        }
-        if (pending.size() >= (64u << 10)) co_return;
-        auto room = pending.prepare(4096);
-        const ssize_t n = ::recv(socket.native_handle(), room.data(), room.size(), MSG_DONTWAIT);
-        if (n > 0) {
-            pending.commit(static_cast<std::size_t>(n));
-            continue;
-        }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
-        hangup();
-        co_return;
-    }
-}
-
 }  // namespace
 
-awaitable<void> Server::generate(Connection& c, const Request& req, GenerationRequest g, const std::string& endpoint) {
+awaitable<void> Server::generate(Connection& c, const Request& req, const Dialect& dialect, GenerationRequest g) {
     const auto t0 = Clock::now();
-    const std::string id = (g.chat ? "chatcmpl-" : "cmpl-") + random_hex(24);
-    const std::string object = g.chat ? "chat.completion.chunk" : "text_completion";
-    const long created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    ResponseMeta meta;
+    meta.id = dialect.id_prefix + random_hex(24);
+    meta.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    meta.model = o_.limits.model_id;
+    const std::string id = meta.id;
+    const char* endpoint = dialect.endpoint;
     ++active_requests_;
     struct Leave {
         int& n;
         ~Leave() { --n; }
     } leave{active_requests_};
 
-    auto done_watching = std::make_shared<bool>(false);
     std::shared_ptr<RequestStream> waiting_on;  // the engine stream, once there is one
-    std::function<void()> hangup = [&] {
+    auto watch = std::make_shared<HangupWatch>(io_.get_executor());
+    watch->interim_ok = req.version() >= 11;
+    watch->on_hangup = [&] {
         c.disconnected = true;
         c.wake->notify();
         if (waiting_on) waiting_on->wake();
     };
-    asio::co_spawn(io_, watch_disconnect(c.stream.socket(), c.buffer, hangup, done_watching), asio::detached);
+    watch->on_half_close = [&] {
+        if (waiting_on) waiting_on->wake();  // a stream sends its probe (below)
+    };
+    asio::co_spawn(io_, watch_hangup(c.stream.socket(), c.buffer, watch), asio::detached);
     struct StopWatching {
-        std::shared_ptr<bool> done;
+        std::shared_ptr<HangupWatch> watch;
         tcp::socket& socket;
         ~StopWatching() {
-            *done = true;
+            watch->stop();
             boost::system::error_code ec;
             socket.cancel(ec);
         }
-    } stop_watching{done_watching, c.stream.socket()};
+    } stop_watching{watch, c.stream.socket()};
 
     std::optional<ApiError> failure;
     // ---- admission --------------------------------------------------------------------
@@ -172,15 +126,28 @@ awaitable<void> Server::generate(Connection& c, const Request& req, GenerationRe
         s.options.seed = g.seed;
         auto candidate = engine_.submit(std::move(s));
         waiting_on = candidate;
+        const auto accept_by = Clock::now() + o_.accept_deadline;
         while (true) {
-            auto ev = co_await candidate->next(Clock::now() + std::chrono::hours(24));
+            auto ev = co_await candidate->next(accept_by);
             if (c.disconnected) {
                 engine_.cancel(candidate->id());
                 engine_.release(candidate->id());
                 metrics_.client_cancels.inc();
                 co_return;
             }
-            if (!ev) continue;
+            if (!ev) {
+                if (Clock::now() < accept_by) continue;  // woken early
+                // An engine that is alive (the watchdog hears it) but never takes this request.
+                std::fprintf(stderr, "[gateway] %s: no ACCEPT for %s within %lld s: cancelling\n", id.c_str(),
+                             candidate->id().c_str(), static_cast<long long>(o_.accept_deadline.count()));
+                engine_.cancel(candidate->id());
+                engine_.release(candidate->id());
+                failure = ApiError(503, "server_error",
+                                   "the engine did not accept the request within " +
+                                       std::to_string(o_.accept_deadline.count()) + " s",
+                                   "", "engine_timeout", 1);
+                break;
+            }
             if (auto* a = std::get_if<protocol::Accept>(&*ev)) {
                 accept = *a;
                 stream = candidate;
@@ -204,7 +171,9 @@ awaitable<void> Server::generate(Connection& c, const Request& req, GenerationRe
         }
     }
     if (failure) {
-        co_await write_json(c, req, failure->status, failure->body(), endpoint, failure->retry_after);
+        watch->response_started = true;
+        const nlohmann::json body = dialect.error_body(*failure);
+        co_await write_json(c, req, failure->status, body, endpoint, failure->retry_after);
         co_return;
     }
     metrics_.tokens_in.inc(static_cast<double>(accept.prompt_tokens));
@@ -216,7 +185,8 @@ awaitable<void> Server::generate(Connection& c, const Request& req, GenerationRe
     // Every write has a deadline: a client that stops reading (a full receive window) for
     // --write-deadline seconds is treated as gone: CANCEL, slot freed, connection closed.
     auto send = [&](const std::string& bytes) -> awaitable<void> {
-        if (c.disconnected) co_return;
+        if (c.disconnected || bytes.empty()) co_return;
+        watch->response_started = true;
         auto timed_out = std::make_shared<bool>(false);
         asio::steady_timer deadline(io_);
         deadline.expires_after(o_.write_deadline);
@@ -236,149 +206,103 @@ awaitable<void> Server::generate(Connection& c, const Request& req, GenerationRe
             c.disconnected = true;
         }
     };
-    auto chunk = [&](nlohmann::json choice) {
-        nlohmann::json j = {{"id", id}, {"object", object}, {"created", created}, {"model", o_.limits.model_id}};
-        j["choices"] = nlohmann::json::array({std::move(choice)});
-        return "data: " + j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n";
-    };
+    auto formatter = dialect.make(g, meta);
+    GenerationDriver driver(*formatter, {.stream = g.stream,
+                                         .message_output = dialect.message_output,
+                                         .start_in_content = g.start_in_content,
+                                         .stop = g.stop});
     if (g.stream) {
-        std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-                           "X-Accel-Buffering: no\r\nConnection: close\r\nx-request-id: " + id + "\r\n" +
-                           cors_header_block(req) + "\r\n";
+        const std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                                 "X-Accel-Buffering: no\r\nConnection: close\r\nx-request-id: " + id + "\r\n" +
+                                 cors_header_block(req) + "\r\n";
         co_await send(head);
         c.close_after = true;  // SSE: the stream ends with the connection
-        if (g.chat) {
-            nlohmann::json role = nlohmann::json::object();
-            role["index"] = 0;
-            role["delta"]["role"] = "assistant";
-            role["delta"]["content"] = "";
-            role["finish_reason"] = nullptr;
-            const std::string first_chunk = chunk(role);
-            co_await send(first_chunk);
-        }
     }
-    OutputSplitter splitter(g.start_in_content || !g.chat);
-    StopFilter stops(g.stop);
-    std::string content, reasoning;
-    bool stop_sent = false, first = true;
-    auto last_token = Clock::now();
-    auto emit = [&](const std::string& text, bool is_reasoning) -> awaitable<void> {
-        if (text.empty()) co_return;
-        if (!g.stream) {
-            (is_reasoning ? reasoning : content) += text;
-            co_return;
-        }
-        nlohmann::json choice = {{"index", 0}, {"finish_reason", nullptr}};
-        if (g.chat) choice["delta"] = {{is_reasoning ? "reasoning_content" : "content", text}};
-        else choice["text"] = text, choice["logprobs"] = nullptr;
-        const std::string piece = chunk(choice);
-        co_await send(piece);
+    const std::string opening = driver.accepted(accept);
+    co_await send(opening);
+    // A half-closed client may be gone for good or still reading (nc -N): a write tells, since
+    // a closed socket answers it with a reset, which the watch sees. So while the stream is
+    // silent, a half-closed client gets an SSE comment at once and then every kProbeEvery
+    // (before the stream, the watch sends its own probes).
+    auto next_probe = Clock::time_point::min();
+    auto probe = [&]() -> awaitable<void> {
+        if (!g.stream || !watch->half_closed || Clock::now() < next_probe) co_return;
+        next_probe = Clock::now() + kProbeEvery;
+        const std::string comment = ":\n\n";
+        co_await send(comment);
     };
-    // Routes one piece of output: reasoning as is, answer text through the stop filter.
-    auto route_out = [&](const OutputSplitter::Out& out) -> awaitable<void> {
-        co_await emit(out.reasoning, true);
-        if (out.content.empty() || stops.stopped()) co_return;
-        auto f = stops.feed(out.content);
-        co_await emit(f.text, false);
-        if (f.stopped && !stop_sent) {
-            engine_.stop(stream->id());
-            stop_sent = true;
-        }
-    };
+    co_await probe();
 
-    std::optional<protocol::Done> done;
-    std::string broken;  // why the stream ended without DONE
-    bool cancelled = false;
-    while (!done && broken.empty()) {
-        auto ev = co_await stream->next(Clock::now() + std::chrono::hours(24));
+    std::optional<GenerationDriver::End> end;
+    bool first = true, cancelled = false;
+    auto last_token = Clock::now();
+    auto frame_by = Clock::now() + o_.frame_deadline;
+    while (!end) {
+        const bool probing = g.stream && watch->half_closed && !cancelled;
+        auto ev = co_await stream->next(probing ? std::min(frame_by, next_probe) : frame_by);
         if (c.disconnected && !cancelled) {
             engine_.cancel(stream->id());
             metrics_.client_cancels.inc();
             cancelled = true;
         }
-        if (!ev) continue;
+        if (!ev) {
+            if (Clock::now() < frame_by) {  // woken early: the client left or half-closed, or a probe is due
+                if (!cancelled) co_await probe();
+                continue;
+            }
+            // The engine is alive (the watchdog hears it) but this request makes no progress.
+            engine_.cancel(stream->id());
+            engine_.release(stream->id());
+            if (cancelled) co_return;  // the client is gone; the engine never confirmed the CANCEL
+            std::fprintf(stderr, "[gateway] %s: no frame for %s within %lld s: cancelling\n", id.c_str(),
+                         stream->id().c_str(), static_cast<long long>(o_.frame_deadline.count()));
+            end = driver.failed(generation_failure(
+                "the engine sent nothing for this request within " + std::to_string(o_.frame_deadline.count()) + " s",
+                "engine_timeout"));
+            break;
+        }
+        frame_by = Clock::now() + o_.frame_deadline;
         if (auto* d = std::get_if<protocol::Data>(&*ev)) {
             auto now = Clock::now();
             if (first) metrics_.ttft.observe(seconds(now - t0));
             else metrics_.inter_token.observe(seconds(now - last_token));
             first = false;
             last_token = now;
-            if (stops.stopped() || cancelled) continue;  // after STOP/CANCEL: drop what is in flight
-            OutputSplitter::Out piece;
-            if (g.chat) piece = splitter.feed(d->bytes);
-            else piece.content = d->bytes;
-            co_await route_out(piece);
+            if (cancelled) continue;  // after CANCEL: drop what is in flight
+            const auto step = driver.data(d->bytes);
+            co_await send(step.bytes);
+            if (step.stop_engine) engine_.stop(stream->id());
         } else if (auto* d = std::get_if<protocol::Done>(&*ev)) {
-            done = *d;
+            if (cancelled) co_return;
+            metrics_.tokens_out.inc(static_cast<double>(d->stat.emitted));
+            end = driver.done(d->stat);
         } else if (auto* e = std::get_if<protocol::Error>(&*ev)) {
-            if (e->code == protocol::ErrorCode::Cancelled) co_return;  // the client is gone
-            broken = std::string(protocol::to_string(e->code)) + (e->detail.empty() ? "" : ": " + e->detail);
+            if (cancelled || e->code == protocol::ErrorCode::Cancelled) co_return;  // the client is gone
+            const std::string why = std::string(protocol::to_string(e->code)) + (e->detail.empty() ? "" : ": " + e->detail);
+            std::fprintf(stderr, "[gateway] %s: %s\n", id.c_str(), why.c_str());
+            end = driver.failed(generation_failure(why));
         } else if (auto* died = std::get_if<EngineDied>(&*ev)) {
-            broken = "the engine stopped (" + died->reason + ")";
+            if (cancelled) co_return;
+            const std::string why = "the engine stopped (" + died->reason + ")";
+            std::fprintf(stderr, "[gateway] %s: %s\n", id.c_str(), why.c_str());
+            end = driver.failed(generation_failure(why));
         }
     }
-    if (cancelled) co_return;
     engine_.release(stream->id());
-    if (done) {
-        if (g.chat) {
-            const OutputSplitter::Out rest = splitter.flush();
-            co_await route_out(rest);
-        }
-        if (!stops.stopped()) {
-            const std::string held = stops.flush().text;
-            co_await emit(held, false);
-        }
-    }
     metrics_.e2e.observe(seconds(Clock::now() - t0));
-    if (!done) {
-        std::fprintf(stderr, "[gateway] %s: %s\n", id.c_str(), broken.c_str());
-        if (g.stream) {
-            // Already committed: an error event, then the end marker — never a silent cut.
-            nlohmann::json err = ApiError(503, "server_error", "generation failed: " + broken, "", "engine_error").body();
-            const std::string event = "data: " + err.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n";
-            co_await send(event);
-            const std::string end = "data: [DONE]\n\n";
-            co_await send(end);
-            metrics_.request(endpoint, 200);
-        } else {
-            const nlohmann::json err = ApiError(503, "server_error", "generation failed: " + broken, "", "engine_error").body();
-            co_await write_json(c, req, 503, err, endpoint, 1);
-        }
-        co_return;
-    }
-    metrics_.tokens_out.inc(static_cast<double>(done->stat.emitted));
-    const std::string finish = stops.stopped() ? "stop" : done->stat.length_limited ? "length" : "stop";
-    const nlohmann::json usage = {{"prompt_tokens", accept.prompt_tokens},
-                                  {"completion_tokens", done->stat.emitted},
-                                  {"total_tokens", accept.prompt_tokens + done->stat.emitted}};
     if (g.stream) {
-        nlohmann::json last = {{"index", 0}, {"finish_reason", finish}};
-        if (g.chat) last["delta"] = nlohmann::json::object();
-        else last["text"] = "", last["logprobs"] = nullptr;
-        const std::string last_chunk = chunk(last);
-        co_await send(last_chunk);
-        if (g.include_usage) {
-            nlohmann::json j = {{"id", id}, {"object", object}, {"created", created}, {"model", o_.limits.model_id},
-                                {"choices", nlohmann::json::array()}, {"usage", usage}};
-            const std::string usage_chunk = "data: " + j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n";
-            co_await send(usage_chunk);
-        }
-        const std::string end = "data: [DONE]\n\n";
-        co_await send(end);
+        // Committed: the last events, or an error event and the end marker — never a silent cut.
+        co_await send(end->bytes);
         metrics_.request(endpoint, 200);
         co_return;
     }
-    nlohmann::json body = {{"id", id}, {"created", created}, {"model", o_.limits.model_id}, {"usage", usage}};
-    if (g.chat) {
-        nlohmann::json message = {{"role", "assistant"}, {"content", content}};
-        if (!reasoning.empty()) message["reasoning_content"] = reasoning;
-        body["object"] = "chat.completion";
-        body["choices"] = {{{"index", 0}, {"message", message}, {"finish_reason", finish}, {"logprobs", nullptr}}};
+    watch->response_started = true;
+    if (end->complete) {
+        co_await write_json(c, req, 200, end->body, endpoint);
     } else {
-        body["object"] = "text_completion";
-        body["choices"] = {{{"index", 0}, {"text", content}, {"finish_reason", finish}, {"logprobs", nullptr}}};
+        const nlohmann::json body = dialect.error_body(*end->error);
+        co_await write_json(c, req, end->error->status, body, endpoint, end->error->retry_after);
     }
-    co_await write_json(c, req, 200, body, endpoint);
 }
 
 }  // namespace inkling::gateway

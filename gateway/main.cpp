@@ -74,6 +74,10 @@ int main(int argc, char** argv) {
         so.queue_timeout = std::chrono::seconds(args["queue-timeout"].as<int>());
         if (args["write-deadline"].as<int>() < 1) throw std::runtime_error("--write-deadline must be at least 1");
         so.write_deadline = std::chrono::seconds(args["write-deadline"].as<int>());
+        for (const char* f : {"accept-deadline", "frame-deadline"})
+            if (args[f].as<int>() < 1) throw std::runtime_error(std::string("--") + f + " must be at least 1");
+        so.accept_deadline = std::chrono::seconds(args["accept-deadline"].as<int>());
+        so.frame_deadline = std::chrono::seconds(args["frame-deadline"].as<int>());
         if (args["affinity-entries"].as<int>() < 0) throw std::runtime_error("--affinity-entries must be 0 or more");
         so.affinity_entries = static_cast<std::size_t>(args["affinity-entries"].as<int>());
         so.limits.model_id = args.count("model-id") ? args["model-id"].as<std::string>() : fs::absolute(model).filename().string();

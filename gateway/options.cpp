@@ -44,6 +44,11 @@ constexpr cli::Option kOptions[] = {
      .doc = "seconds a request may wait for a slot (then 429 queue_timeout)"},
     {.name = "write-deadline", .type = Type::Int, .value_name = "S", .default_value = "30",
      .doc = "a client that reads nothing of its stream for S s is gone: CANCEL, slot freed, connection closed"},
+    {.name = "accept-deadline", .type = Type::Int, .value_name = "S", .default_value = "30",
+     .doc = "a request the engine has not ACCEPTed S s after SUBMIT is CANCELled: 503 + Retry-After"},
+    {.name = "frame-deadline", .type = Type::Int, .value_name = "S", .default_value = "300",
+     .doc = "a running request the engine sends nothing for in S s (the first token waits for the prefill) is CANCELled: "
+            "an SSE error event + [DONE], or 503 + Retry-After"},
     {.name = "max-tokens", .type = Type::UInt64, .value_name = "N", .default_value = "4096",
      .doc = "cap (and default) for max_tokens / max_completion_tokens, 1..1048576"},
     {.name = "max-body", .type = Type::Size, .value_name = "BYTES", .default_value = "33554432",

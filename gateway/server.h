@@ -1,5 +1,6 @@
-// The HTTP side of the gateway: an Asio/Beast listener, one coroutine per connection,
-// routing, auth, Host/CORS guards, limits, and the OpenAI endpoints.
+// The HTTP side of the gateway: an Asio/Beast listener, one coroutine per connection
+// (server.cpp), the guards every request passes and the handler table (routes.cpp), and the
+// generation of one answer (generation.cpp) through a dialect's Formatter (dialect.h).
 #pragma once
 
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "gateway/affinity_map.h"
+#include "gateway/dialect.h"
 #include "gateway/engine_supervisor.h"
 #include "gateway/metrics.h"
 #include "gateway/openai_request.h"
@@ -29,6 +31,8 @@ struct ServerOptions {
     std::vector<std::string> trusted_proxies;  // peers whose X-Forwarded-For names the client
     std::chrono::seconds queue_timeout{300};
     std::chrono::seconds engine_wait{120};   // how long a request waits for a (re)starting engine
+    std::chrono::seconds accept_deadline{30};  // SUBMIT → ACCEPT, at most
+    std::chrono::seconds frame_deadline{300};  // after ACCEPT, between one frame of a request and the next
     int retries = 3;                         // resubmissions after the engine died before ACCEPT
     std::size_t affinity_entries = 4096;     // conversations whose slot is remembered (LRU)
     GatewayLimits limits;
@@ -45,15 +49,30 @@ public:
 
 private:
     struct Connection;
+    struct Call;   // one request being handled (routes.cpp)
+    struct Route;  // one entry of the handler table (routes.cpp)
+    using Request = http::request<http::string_body>;
     awaitable<void> accept_loop();
     awaitable<void> serve(std::shared_ptr<Connection> c);
     awaitable<void> refuse(asio::ip::tcp::socket socket);  // 429 for a connection over the caps
-    awaitable<bool> route(Connection& c, http::request<http::string_body>& req);
-    awaitable<void> generate(Connection& c, const http::request<http::string_body>& req, GenerationRequest g,
-                             const std::string& endpoint);
+    // The guards every request passes (Host, caps, Origin, auth), then its handler; an
+    // ApiError thrown before anything was written becomes the route's error response.
+    // Returns whether the connection may serve another request.
+    awaitable<bool> route(Connection& c, Request& req);
+    static const Route* find_route(const std::string& path);
+    awaitable<bool> on_preflight(Call& call);
+    awaitable<bool> on_health(Call& call);
+    awaitable<bool> on_web_asset(Call& call);
+    awaitable<bool> on_metrics(Call& call);
+    awaitable<bool> on_stats(Call& call);
+    awaitable<bool> on_models(Call& call);
+    awaitable<bool> on_model(Call& call);
+    awaitable<bool> on_generation(Call& call);  // the route's dialect: parse, then generate()
+    // One answer from admission to the last byte (generation.cpp).
+    awaitable<void> generate(Connection& c, const Request& req, const Dialect& dialect, GenerationRequest g);
     awaitable<void> write(Connection& c, http::response<http::string_body>& res);
     awaitable<void> write_json(Connection& c, const http::request<http::string_body>& req, int status,
-                               const nlohmann::json& body, const std::string& endpoint, int retry_after = 0);
+                               const nlohmann::json& body, const char* endpoint, int retry_after = 0);
     void cors(const http::request<http::string_body>& req, http::response<http::string_body>& res) const;
     std::string cors_header_block(const http::request<http::string_body>& req) const;
     std::string allowed_origin(const http::request<http::string_body>& req) const;  // "" if none

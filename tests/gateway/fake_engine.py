@@ -27,6 +27,10 @@ STATS → a STATS frame.
   --fake-flood            answer a SUBMIT with ACCEPT, then 1000-byte DATA frames every
                           millisecond until CANCEL (a client that never reads fills up)
   --fake-refuse CODE      answer every SUBMIT with ERROR <id> CODE instead of running it
+  --fake-silent           answer a SUBMIT with nothing at all (no ACCEPT, no ERROR): an engine
+                          that is alive (STATS and CANCEL are answered) but never takes it
+  --fake-log-control      write "fake: CANCEL <id>" / "fake: STOP <id>" to stderr for each
+                          control frame received (the gateway logs the engine's stderr)
   --fake-hang-before-ready
                           never send READY: wait until killed (a load that hangs)
   --fake-linger           at EOF on stdin, stay alive until killed (as an engine finishing
@@ -183,6 +187,8 @@ def main():
             body = inp.read(nbytes + xbytes + 1)
             if arg("--fake-record") is not None:
                 record(arg("--fake-record"), f, body[:nbytes], body[nbytes:nbytes + xbytes])
+            if "--fake-silent" in sys.argv:
+                continue
             if arg("--fake-refuse"):
                 send(f"ERROR {rid} {arg('--fake-refuse')} refused by --fake-refuse\n".encode())
                 continue
@@ -200,7 +206,11 @@ def main():
             for token in REPLY[1:]:
                 data(rid, token)
             done(rid)
-        elif f[0] == b"CANCEL":
+            continue
+        if f[0] in (b"CANCEL", b"STOP") and "--fake-log-control" in sys.argv:
+            sys.stderr.write(f"fake: {f[0].decode()} {f[1].decode()}\n")
+            sys.stderr.flush()
+        if f[0] == b"CANCEL":
             with held_lock:
                 held.pop(f[1].decode(), None)
             send(f"ERROR {f[1].decode()} CANCELLED\n".encode())

@@ -12,13 +12,14 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FAKE = os.path.join(ROOT, "tests", "gateway", "fake_engine.py")
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-from lib import Checks, Gateway, read_until  # noqa: E402
+from lib import Checks, Gateway, read_all, read_until  # noqa: E402
 
 checks = Checks("supervisor e2e")
 report = checks.report
@@ -346,8 +347,223 @@ def hangup_after_stray_bytes():
         g.stop()
 
 
+def gateway_stats(g):
+    """/v1/stats as JSON ({} while the gateway does not answer)."""
+    st, body, _ = request(g, "GET", "/v1/stats", timeout=5)
+    return json.loads(body) if st == 200 else {}
+
+
+def wait_for(what, seconds=30):
+    """Polls `what()` until it is truthy or `seconds` pass; its last value."""
+    deadline, value = time.time() + seconds, None
+    while time.time() < deadline:
+        value = what()
+        if value:
+            break
+        time.sleep(0.05)
+    return value
+
+
+def active(g):
+    return gateway_stats(g).get("gateway", {}).get("active", -1)
+
+
+def post_raw(g, body, half_close=False):
+    """A POST to /v1/chat/completions on a socket of its own; `half_close`: shutdown(SHUT_WR)
+    right after the request, as `nc -N` and HTTP/1.0-style clients do."""
+    s = socket.create_connection(("127.0.0.1", g.port), timeout=30)
+    s.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+               f"Content-Length: {len(body)}\r\n\r\n{body}").encode())
+    if half_close:
+        s.shutdown(socket.SHUT_WR)
+    return s
+
+
+def parse_response(data):
+    """(status, {lower-case header: value}, body bytes) of a raw HTTP/1.1 response, past any
+    interim 1xx responses (a half-closed client is sent `100 Continue` probes)."""
+    while data.startswith(b"HTTP/1.1 1"):
+        data = data.partition(b"\r\n\r\n")[2]
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode(errors="replace").split("\r\n")
+    status = int(lines[0].split()[1]) if lines[0].startswith("HTTP/") else 0
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    return status, headers, body
+
+
+def sse_events(body):
+    """The JSON of every `data:` event of an SSE body, and whether [DONE] ended it."""
+    events, done = [], False
+    for block in body.decode(errors="replace").split("\n\n"):
+        for line in block.split("\n"):
+            if line == "data: [DONE]":
+                done = True
+            elif line.startswith("data: "):
+                events.append(json.loads(line[6:]))
+    return events, done
+
+
+def streamed_text(events):
+    return "".join(e["choices"][0]["delta"].get("content", "") for e in events if e.get("choices"))
+
+
+def stream_body(content="x"):
+    return json.dumps({"model": "fake", "stream": True, "max_tokens": 5, "messages": [{"role": "user", "content": content}]})
+
+
+def cancel_logged(g, engine_id):
+    """The --fake-log-control engine's stderr line for a CANCEL of `engine_id`, as the gateway logs it."""
+    return wait_for(lambda: f"fake: CANCEL {engine_id}" in g.log_tail(100000), seconds=15)
+
+
+def accept_deadline():
+    """Item 3: every wait on the engine has a deadline. An engine that is alive but never
+    ACCEPTs: after --accept-deadline the request gets 503 + Retry-After (nothing was sent
+    yet), its engine id is CANCELled and released, the slot is free."""
+    g = start("--fake-silent", "--fake-log-control", extra=["--accept-deadline", "2", "--slots", "1"])
+    try:
+        t0 = time.time()
+        st, body, headers = request(g, "POST", "/v1/chat/completions", CHAT, timeout=60)
+        err = json.loads(body).get("error", {}) if st == 503 else {}
+        report("no ACCEPT within --accept-deadline 2: 503 + Retry-After, code engine_timeout, naming the bound",
+               st == 503 and headers.get("Retry-After") == "1" and err.get("code") == "engine_timeout"
+               and "within 2 s" in err.get("message", "") and time.time() - t0 < 30, (st, body[:300], headers))
+        report("... its engine id is CANCELled, and the slot is free (active 0)",
+               cancel_logged(g, "g1") and active(g) == 0, (active(g), g.log_tail(800)))
+        s = post_raw(g, stream_body())
+        status, _, rest = parse_response(read_all(s, timeout=60))
+        s.close()
+        report("... a streaming request too: a 503 error object, never a committed stream",
+               status == 503 and b'"engine_timeout"' in rest and cancel_logged(g, "g2"), (status, rest[:300]))
+    finally:
+        g.stop()
+    r = subprocess.run([os.path.join(BUILD, "inkling-gateway"), "--model", ROOT, "--engine", FAKE,
+                        "--frame-deadline", "0", "--port", "1"], capture_output=True, text=True, timeout=30)
+    report("--frame-deadline 0 is refused at start-up", r.returncode != 0 and "--frame-deadline must be at least 1" in r.stderr,
+           (r.returncode, r.stderr[-300:]))
+
+
+def frame_deadline():
+    """Item 3: an accepted request whose engine goes silent ends after --frame-deadline:
+    mid-stream an SSE error event and [DONE], before any byte a 503 + Retry-After; the id is
+    CANCELled and released."""
+    g = start("--fake-hold", "--fake-log-control", extra=["--frame-deadline", "2", "--slots", "1"])
+    try:
+        s = post_raw(g, stream_body())
+        status, headers, body = parse_response(read_all(s, timeout=60))
+        s.close()
+        events, done = sse_events(body)
+        last = events[-1] if events else {}
+        report("a stream the engine stops feeding: its first token, then an SSE error event (engine_timeout) and [DONE]",
+               status == 200 and streamed_text(events) == "ok" and done
+               and last.get("error", {}).get("code") == "engine_timeout"
+               and "sent nothing for this request within 2 s" in last["error"].get("message", ""), body[-400:])
+        report("... its engine id is CANCELled, and the slot is free", cancel_logged(g, "g1") and active(g) == 0,
+               (active(g), g.log_tail(800)))
+        st, body, headers = request(g, "POST", "/v1/chat/completions", CHAT, timeout=60)
+        report("not streaming: 503 + Retry-After with the same error, the id CANCELled",
+               st == 503 and headers.get("Retry-After") == "1" and b'"engine_timeout"' in body and cancel_logged(g, "g2"),
+               (st, body[:300], headers))
+    finally:
+        g.stop()
+
+
+def reply_file(tokens):
+    fd, path = tempfile.mkstemp(prefix="fake-reply-", suffix=".json")
+    with os.fdopen(fd, "w") as f:
+        json.dump(tokens, f)
+    return path
+
+
+def read_releasing(s, pid, seconds=30):
+    """Everything the gateway sends on `s` until it closes, SIGUSR1-ing the --fake-hold engine
+    (it finishes the requests it holds) meanwhile: a signal that comes before the engine holds
+    the request releases nothing, so it is sent again until the answer has come."""
+    data, deadline = b"", time.time() + seconds
+    s.settimeout(0.2)
+    while time.time() < deadline:
+        os.kill(pid, signal.SIGUSR1)
+        try:
+            chunk = s.recv(65536)
+        except socket.timeout:
+            continue
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def half_close():
+    """Item 9: a client that half-closes (shutdown(SHUT_WR) after its request) still gets its
+    whole answer, streamed or not; a half-close used to count as a hang-up and CANCEL it."""
+    reply = reply_file(["ok", " one", " two"])
+    g = start("--fake-hold", "--fake-reply", reply, "--fake-log-control", extra=["--slots", "2"])
+    try:
+        pid = gateway_stats(g)["engine"]["pid"]
+        s = post_raw(g, stream_body())
+        head = read_until(s, b'"content":"ok"', timeout=30)
+        s.shutdown(socket.SHUT_WR)
+        # A request on another connection is answered after the gateway has read this FIN (it
+        # was on the socket first); the held stream must still be running then.
+        still = active(g)
+        status, _, body = parse_response(head + read_releasing(s, pid))
+        s.close()
+        events, done = sse_events(body)
+        finish = [e["choices"][0].get("finish_reason") for e in events if e.get("choices")][-1:]
+        report("a streaming client that half-closes after its first token gets the whole stream",
+               still == 1 and status == 200 and streamed_text(events) == "ok one two" and finish == ["stop"] and done,
+               (still, status, body[-400:]))
+        s = post_raw(g, json.dumps({"model": "fake", "max_tokens": 5, "messages": [{"role": "user", "content": "y"}]}),
+                     half_close=True)
+        status, _, body = parse_response(read_releasing(s, pid))
+        s.close()
+        content = json.loads(body)["choices"][0]["message"]["content"] if status == 200 else None
+        report("a non-streaming request sent with a half-close (as nc -N sends) gets its whole answer",
+               status == 200 and content == "ok one two", (status, body[:300]))
+        report("... and neither request was CANCELled", "fake: CANCEL" not in g.log_tail(100000), g.log_tail(600))
+    finally:
+        g.stop()
+        os.unlink(reply)
+
+
+def full_close_mid_stream():
+    """Item 9: a real hang-up is still noticed. A client that closes its connection while its
+    stream waits on the engine (no byte flowing) frees its slot: its FIN alone looks like a
+    half-close, so the gateway writes an SSE comment, which a closed socket answers with a
+    reset. Also after a half-close first."""
+    g = start("--fake-hold", "--fake-log-control", extra=["--slots", "1"])
+    try:
+        for n, half_first in ((1, False), (2, True)):
+            s = post_raw(g, stream_body())
+            read_until(s, b'"content":"ok"', timeout=30)
+            if half_first:
+                s.shutdown(socket.SHUT_WR)
+                probe = read_until(s, b":\n\n", timeout=30)
+                report("a half-closed client's stream is sent one SSE comment (the probe), nothing else",
+                       probe == b":\n\n", probe)
+            s.close()
+            report(f"a client that closes mid-stream{' after a half-close' if half_first else ''}: CANCEL, slot freed",
+                   cancel_logged(g, f"g{n}") and wait_for(lambda: active(g) == 0), (active(g), g.log_tail(600)))
+        # Not streaming, nothing written yet: the gateway's probe is an interim 100 Continue.
+        s = post_raw(g, json.dumps({"model": "fake", "max_tokens": 5, "messages": [{"role": "user", "content": "z"}]}))
+        running = wait_for(lambda: active(g) == 1)
+        s.close()
+        report("a non-streaming request whose client closes while it runs: CANCEL, slot freed",
+               running and cancel_logged(g, "g3") and wait_for(lambda: active(g) == 0), (running, active(g), g.log_tail(600)))
+        s = post_raw(g, stream_body())
+        first = read_until(s, b'"content":"ok"', timeout=30)
+        s.close()
+        report("... and the one slot serves the next request", b'"content":"ok"' in first, first[-200:])
+    finally:
+        g.stop()
+
+
 def main():
     flag_ranges()
+    accept_deadline()
+    frame_deadline()
+    half_close()
+    full_close_mid_stream()
     hangup_after_stray_bytes()
     stalled_reader()
     frozen_engine()

@@ -1,0 +1,98 @@
+// An API dialect: how one HTTP API (OpenAI chat, OpenAI completions; later the Anthropic
+// Messages API) reads its request body and writes the answer. The generation itself
+// (admission, the engine, stop sequences, the reasoning/content split) knows no dialect:
+// gateway/generation_driver.h hands a dialect's Formatter the text pieces, the finish reason
+// and the usage, and the formatter writes either one JSON body or the SSE events.
+//
+//   auto f = chat_dialect().make(request, {id, created, model});
+//   send(f->stream_start(usage));            // after the 200 head
+//   send(f->stream_piece(Channel::Content, "Hel"));
+//   send(f->stream_end(Finish::EndOfTurn, usage));   // or f->stream_error(error)
+//   json body = f->body(answer);             // not streaming: the whole answer
+//
+// A new dialect is a Dialect value and a Formatter subclass beside dialect_chat.cpp; the
+// handler table (gateway/routes.cpp) maps its path to it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gateway/api_error.h"
+#include "gateway/openai_request.h"
+
+namespace inkling::gateway {
+
+// Which part of the model's message a piece of text belongs to. Tool calls (#15) will add
+// channels here (a call's name, its JSON arguments).
+enum class Channel { Content, Reasoning };
+
+// Why a generation ended, in no dialect's words.
+enum class Finish {
+    EndOfTurn,     // the model ended its message
+    StopSequence,  // a `stop` sequence matched (the gateway sent STOP)
+    Length,        // max_tokens or the context ran out
+};
+
+struct Usage {
+    std::uint64_t prompt_tokens = 0;      // ACCEPT's count (audio frames included)
+    std::uint64_t cached_tokens = 0;      // of those, served from the slot's prefix (ACCEPT reused=)
+    std::uint64_t completion_tokens = 0;  // DONE's emitted
+};
+
+// A whole answer, collected for a non-streaming response: the pieces in order, neighbours of
+// one channel merged into one block (a dialect with content blocks keeps the order; one with
+// a single message field joins a channel's blocks).
+struct Answer {
+    struct Block {
+        Channel channel;
+        std::string text;
+    };
+    std::vector<Block> blocks;
+    Finish finish = Finish::EndOfTurn;
+    Usage usage;
+
+    void add(Channel channel, std::string_view text);
+    std::string text(Channel channel) const;  // every block of one channel, joined
+};
+
+// What a response names besides the answer.
+struct ResponseMeta {
+    std::string id;            // chatcmpl-…, cmpl-…: also the x-request-id
+    std::int64_t created = 0;  // Unix seconds
+    std::string model;
+};
+
+class Formatter {
+public:
+    virtual ~Formatter() = default;
+    // Streaming (text/event-stream, after the 200 head): each call returns the bytes to send
+    // now, possibly none. start at ACCEPT; piece per text piece; end or error exactly once.
+    virtual std::string stream_start(const Usage& usage) = 0;
+    virtual std::string stream_piece(Channel channel, std::string_view text) = 0;
+    virtual std::string stream_end(Finish finish, const Usage& usage) = 0;
+    // The stream is committed (HTTP 200) and the generation failed: the dialect's error event
+    // and its end of stream, so a client sees an explicit end, never a silent cut.
+    virtual std::string stream_error(const ApiError& error) = 0;
+    // Not streaming: the response body for a complete answer.
+    virtual nlohmann::json body(const Answer& answer) const = 0;
+};
+
+struct Dialect {
+    const char* endpoint;      // the metrics label ("chat", "completions")
+    const char* id_prefix;     // of ResponseMeta::id
+    const char* prompt_param;  // the field a refused prompt is blamed on
+    // The output is a TMLv0 message (reasoning and answer channels, markers dropped); false:
+    // raw text, passed through as it comes.
+    bool message_output;
+    GenerationRequest (*parse)(const nlohmann::json& body, const GatewayLimits& limits);
+    std::unique_ptr<Formatter> (*make)(const GenerationRequest& request, ResponseMeta meta);
+    // Any error on this dialect's routes (before the response is committed) as its body.
+    nlohmann::json (*error_body)(const ApiError& error);
+};
+
+}  // namespace inkling::gateway

@@ -1,0 +1,11 @@
+// POST /v1/completions: OpenAI's legacy completions. The prompt is raw text and so is the
+// output: each choice carries `text` (and `logprobs`, null until #15).
+#pragma once
+
+#include "gateway/dialect.h"
+
+namespace inkling::gateway {
+
+const Dialect& completions_dialect();
+
+}  // namespace inkling::gateway

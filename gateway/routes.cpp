@@ -1,0 +1,343 @@
+// Server::route — the guards every request passes, in order (one Host header and an allowed
+// one, the per-address cap, a cross-site Origin, CORS preflight), then the handler table:
+// each path's access (public or API key), methods and handler. The generation routes name
+// their dialect (dialect.h): it parses the body, shapes the answer and every error on that
+// route, so a new API plugs in as one table row and one dialect.
+#include <cmath>
+#include <cstdio>
+#include <span>
+
+#include "gateway/api_error.h"
+#include "gateway/connection.h"
+#include "gateway/dialect_chat.h"
+#include "gateway/dialect_completions.h"
+#include "gateway/server.h"
+#include "gateway/web_assets.h"
+#include "protocol/fields.h"
+#include "protocol/limits.h"
+
+namespace inkling::gateway {
+
+using Response = http::response<http::string_body>;
+using Clock = std::chrono::steady_clock;
+
+struct Server::Call {
+    Connection& c;
+    Request& req;
+    const std::string& path;
+    const Route& route;
+};
+
+struct Server::Route {
+    enum Methods : unsigned { kGet = 1, kHead = 2, kPost = 4, kAny = 0 /* the handler decides */ };
+    std::string_view path;
+    bool prefix;     // every path under `path` (which ends in '/')
+    bool needs_key;  // --api-key applies
+    unsigned methods;
+    const char* method_hint;  // the 405's message
+    awaitable<bool> (Server::*handler)(Call&);
+    const Dialect* dialect = nullptr;  // generation routes
+
+    bool allows(http::verb v) const {
+        return methods == kAny || ((methods & kGet) && v == http::verb::get) || ((methods & kHead) && v == http::verb::head) ||
+               ((methods & kPost) && v == http::verb::post);
+    }
+};
+
+const Server::Route* Server::find_route(const std::string& path) {
+    static const Route table[] = {
+        {"/health", false, false, Route::kGet | Route::kHead, "use GET", &Server::on_health},
+        {"/metrics", false, true, Route::kGet, "use GET", &Server::on_metrics},
+        {"/v1/stats", false, true, Route::kGet, "use GET", &Server::on_stats},
+        {"/v1/models", false, true, Route::kGet, "use GET", &Server::on_models},
+        {"/v1/models/", true, true, Route::kAny, "use GET", &Server::on_model},
+        {"/v1/chat/completions", false, true, Route::kPost, "use POST", &Server::on_generation, &chat_dialect()},
+        {"/v1/completions", false, true, Route::kPost, "use POST", &Server::on_generation, &completions_dialect()},
+    };
+    for (const Route& r : table)
+        if (r.prefix ? path.starts_with(r.path) : path == r.path) return &r;
+    return nullptr;
+}
+
+awaitable<bool> Server::route(Connection& c, Request& req) {
+    // This request's share of its client's count, given back however it ends.
+    struct Client {
+        Server& s;
+        std::string address;
+        bool counted = false;
+        ~Client() {
+            if (counted) s.uncount(address);
+        }
+    } client{*this, {}};
+    std::string target(req.target());
+    std::string path = target.substr(0, target.find('?'));
+    const auto method = req.method();
+    const Route* route = find_route(path);
+    std::optional<ApiError> failure;
+    try {
+        if (req.count(http::field::host) > 1 || (req.version() >= 11 && req[http::field::host].empty())) {
+            const nlohmann::json bad = ApiError(400, "invalid_request_error", "exactly one Host header is required").body();
+            req.keep_alive(false);
+            co_await write_json(c, req, 400, bad, "other");
+            co_return false;
+        }
+        if (!host_allowed(req)) {
+            const nlohmann::json forbidden = ApiError(403, "forbidden", "Host header not allowed").body();
+            co_await write_json(c, req, 403, forbidden, "other");
+            co_return false;
+        }
+        // The per-address cap: connections of a direct client, requests in flight of one
+        // behind a trusted proxy. /health and /metrics are exempt (a proxy's health check
+        // must not get a 429 because its users hold streams).
+        client.address = client_address(c, req);
+        if (c.via_proxy) {
+            ++per_ip_[client.address];
+            client.counted = true;
+        }
+        if (path != "/health" && path != "/metrics") {
+            auto it = per_ip_.find(client.address);
+            if (it != per_ip_.end() && it->second > o_.max_connections_per_ip) {
+                const nlohmann::json busy = ApiError(429, "rate_limit_error",
+                                                     "too many connections from " + client.address + " (" +
+                                                         std::to_string(o_.max_connections_per_ip) + " at most); retry",
+                                                     "", "too_many_connections", 1)
+                                                .body();
+                req.keep_alive(false);
+                co_await write_json(c, req, 429, busy, "other", 1);
+                co_return false;
+            }
+        }
+        // Cross-site requests: a page on another origin can POST a "simple" request
+        // (text/plain, no preflight) and the browser sends it with its Origin. Every
+        // method that acts is refused unless that origin is allowed; clients that are not
+        // browsers send no Origin, and any Content-Type is read as JSON.
+        if (method != http::verb::get && method != http::verb::head && method != http::verb::options &&
+            !origin_permitted(req))
+            throw ApiError(403, "forbidden",
+                           "the Origin '" + protocol::printable(std::string(req[http::field::origin]), 200) +
+                               "' may not call this gateway (allow it with --cors-origin)",
+                           "", "origin_not_allowed");
+        static const Route kNone{"", false, false, Route::kAny, "", nullptr};
+        Call call{c, req, path, route ? *route : kNone};
+        if (method == http::verb::options) co_return co_await on_preflight(call);
+        if (!route) {
+            if (method == http::verb::get) {
+                const bool served = co_await on_web_asset(call);
+                if (served) co_return true;
+            }
+            const bool api = path.starts_with("/v1/") || path == "/metrics";
+            if (!api) throw ApiError(404, "invalid_request_error", "no route for " + std::string(req.method_string()) + " " + path);
+            if (!authorized(req)) throw ApiError(401, "authentication_error", "Incorrect API key provided", "", "invalid_api_key");
+            throw ApiError(404, "invalid_request_error", "no route for " + path);
+        }
+        if (route->needs_key && !authorized(req))
+            throw ApiError(401, "authentication_error", "Incorrect API key provided", "", "invalid_api_key");
+        if (!route->allows(method)) throw ApiError(405, "invalid_request_error", route->method_hint);
+        co_return co_await (this->*route->handler)(call);
+    } catch (const ApiError& e) {
+        failure = e;  // (a coroutine cannot co_await inside a handler)
+    } catch (const std::exception& e) {
+        // A bug or an engine's odd telemetry, not the caller's fault: logged, a 500.
+        std::fprintf(stderr, "[gateway] internal error on %s %s: %s\n", std::string(req.method_string()).c_str(),
+                     path.c_str(), e.what());
+        failure = ApiError(500, "server_error", std::string("internal error: ") + e.what());
+    }
+    // A stream already committed (SSE) cannot take an error body: end the connection.
+    if (c.close_after) co_return false;
+    // Thrown before anything was written for this request: the route's dialect shapes it.
+    const Dialect* dialect = route ? route->dialect : nullptr;
+    const bool keep = failure->status < 500 && failure->status != 413;
+    if (!keep) req.keep_alive(false);
+    const nlohmann::json body = dialect ? dialect->error_body(*failure) : failure->body();
+    co_await write_json(c, req, failure->status, body, dialect ? dialect->endpoint : "other", failure->retry_after);
+    co_return keep;
+}
+
+awaitable<bool> Server::on_preflight(Call& call) {
+    Response res{http::status::no_content, call.req.version()};
+    cors(call.req, res);
+    res.set(http::field::access_control_allow_methods, "GET, POST, OPTIONS");
+    res.set(http::field::access_control_allow_headers, "Authorization, Content-Type, x-api-key");
+    res.set(http::field::access_control_max_age, "600");
+    res.keep_alive(call.req.keep_alive());
+    res.prepare_payload();
+    metrics_.request("options", 204);
+    co_await write(call.c, res);
+    co_return true;
+}
+
+std::string Server::health_state(int& status, int& retry_after, nlohmann::json& body) const {
+    auto state = engine_.state();
+    std::string name = EngineSupervisor::state_name(state);
+    if (!accepting_) name = "draining";
+    status = state == EngineSupervisor::State::Ready && accepting_ ? 200 : 503;
+    const double next = engine_.seconds_to_next_attempt();
+    retry_after = status == 200 ? 0 : std::max(1, static_cast<int>(std::ceil(next)));
+    body = {{"status", status == 200 ? "ok" : name}};
+    if (status != 200) {
+        body["reason"] = engine_.reason();
+        if (next > 0) body["retry_in_s"] = std::round(next * 10) / 10;
+    }
+    return name;
+}
+
+awaitable<bool> Server::on_health(Call& call) {
+    int status = 0, retry = 0;
+    nlohmann::json body;
+    health_state(status, retry, body);
+    if (authorized(call.req) && status == 200) body["engine"] = {{"pid", engine_.pid()}, {"restarts", engine_.restarts()}};
+    co_await write_json(call.c, call.req, status, body, "health", retry);
+    co_return true;
+}
+
+// false: no asset at this path (the caller answers 404).
+awaitable<bool> Server::on_web_asset(Call& call) {
+    for (const auto& asset : web_assets())
+        if (call.path == asset.path || (call.path == "/" && std::string_view(asset.path) == "/index.html")) {
+            Response res{http::status::ok, call.req.version()};
+            res.set(http::field::content_type, asset.content_type);
+            res.set(http::field::cache_control, "no-cache");
+            res.keep_alive(call.req.keep_alive());
+            res.body() = std::string(asset.data);
+            res.prepare_payload();
+            metrics_.request("web", 200);
+            co_await write(call.c, res);
+            co_return true;
+        }
+    co_return false;
+}
+
+awaitable<bool> Server::on_metrics(Call& call) {
+    metrics_.queue_depth = slots_.queued();
+    metrics_.active = slots_.active();
+    std::string extra;
+    const auto& st = engine_.stats();
+    auto gauge = [&](const std::string& name, const std::string& help, double v) {
+        extra += "# HELP " + name + " " + help + "\n# TYPE " + name + " gauge\n" + name + " " + std::to_string(v) + "\n";
+    };
+    // The engine's STATS as it sent them: a field of another type is left out.
+    auto number = [](const nlohmann::json& j, const char* outer, const char* inner) -> std::optional<double> {
+        if (!j.is_object() || !j.contains(outer)) return std::nullopt;
+        const nlohmann::json* v = &j[outer];
+        if (inner) {
+            if (!v->is_object() || !v->contains(inner)) return std::nullopt;
+            v = &(*v)[inner];
+        }
+        return v->is_number() ? std::optional<double>(v->get<double>()) : std::nullopt;
+    };
+    gauge("inkling_engine_up", "1 while the engine is ready.", engine_.state() == EngineSupervisor::State::Ready);
+    if (auto v = number(st, "expert_cache", "hit_pct"))
+        gauge("inkling_expert_cache_hit_ratio", "Expert cache hit rate (0-1).", *v / 100.0);
+    if (auto v = number(st, "rss_gb", nullptr)) gauge("inkling_engine_resident_bytes", "Engine resident set size.", *v * 1e9);
+    if (auto v = number(st, "device", "memory_used")) gauge("inkling_device_memory_used_bytes", "Device memory in use.", *v);
+    if (auto v = number(st, "device", "memory_budget")) gauge("inkling_device_memory_budget_bytes", "Device memory budget.", *v);
+    Response res{http::status::ok, call.req.version()};
+    res.set(http::field::content_type, "text/plain; version=0.0.4");
+    res.keep_alive(call.req.keep_alive());
+    res.body() = metrics_.render(extra);
+    res.prepare_payload();
+    metrics_.request("metrics", 200);
+    co_await write(call.c, res);
+    co_return true;
+}
+
+nlohmann::json Server::stats_json() const {
+    nlohmann::json engine = {{"state", EngineSupervisor::state_name(engine_.state())},
+                             {"pid", engine_.pid()},
+                             {"restarts", engine_.restarts()},
+                             {"reason", engine_.reason()},
+                             {"retry_in_s", engine_.seconds_to_next_attempt()},
+                             {"last_stderr", engine_.last_stderr()},
+                             {"stderr_tail", engine_.stderr_tail()},
+                             {"info", engine_.info()},
+                             {"stats", engine_.stats()}};
+    return {{"gateway",
+             {{"uptime_s", std::chrono::duration<double>(Clock::now() - started_).count()},
+              {"requests_total", metrics_.requests_total()},
+              {"active", slots_.active()},
+              {"queued", slots_.queued()},
+              {"queue_limit", slots_.max_queue()},
+              {"slots", slots_.slots()},
+              {"restarts", engine_.restarts()},
+              {"device_losses", engine_.device_losses()},
+              {"tokens_in", metrics_.tokens_in.value},
+              {"tokens_out", metrics_.tokens_out.value},
+              {"affinity", {{"entries", affinity_.size()}, {"capacity", affinity_.capacity()}, {"bytes", affinity_.bytes()}}}}},
+            {"engine", engine}};
+}
+
+awaitable<bool> Server::on_stats(Call& call) {
+    engine_.request_stats();
+    const nlohmann::json stats = stats_json();
+    co_await write_json(call.c, call.req, 200, stats, "stats");
+    co_return true;
+}
+
+namespace {
+
+nlohmann::json model_object(const std::string& id) {
+    return {{"id", id}, {"object", "model"}, {"created", 0}, {"owned_by", "inkling"}};
+}
+
+}  // namespace
+
+awaitable<bool> Server::on_models(Call& call) {
+    nlohmann::json list = nlohmann::json::object();
+    list["object"] = "list";
+    list["data"] = nlohmann::json::array({model_object(o_.limits.model_id)});
+    co_await write_json(call.c, call.req, 200, list, "models");
+    co_return true;
+}
+
+// /v1/models/{id}: an unknown id is a 404 whatever the method.
+awaitable<bool> Server::on_model(Call& call) {
+    const std::string& id = o_.limits.model_id;
+    if (call.path != "/v1/models/" + id)
+        throw ApiError(404, "invalid_request_error", "The model '" + call.path.substr(11) + "' does not exist", "model",
+                       "model_not_found");
+    if (call.req.method() != http::verb::get) throw ApiError(405, "invalid_request_error", "use GET");
+    const nlohmann::json model = model_object(id);
+    co_await write_json(call.c, call.req, 200, model, "models");
+    co_return true;
+}
+
+awaitable<bool> Server::on_generation(Call& call) {
+    const Dialect& dialect = *call.route.dialect;
+    // Parsing, audio decoding and prompt rendering run on a worker thread: a long clip
+    // takes seconds to resample, and the io thread serves every other connection.
+    std::optional<GenerationRequest> parsed;
+    std::optional<ApiError> refused;
+    bool finished = false;
+    auto done = std::make_shared<Signal>(io_.get_executor());
+    const Request& req = call.req;
+    asio::post(workers_, [&, done] {
+        try {
+            const nlohmann::json body = parse_body(req.body());
+            GenerationRequest g = dialect.parse(body, o_.limits);
+            if (g.prompt.find('\0') != std::string::npos)
+                throw bad_request("the prompt contains a NUL character", dialect.prompt_param);
+            // The engine's limit, checked here: bodies may be larger (audio arrives as
+            // base64), rendered prompt text may not.
+            if (g.prompt.size() > protocol::kDefaultLimits.max_prompt_bytes)
+                throw bad_request("the prompt is " + std::to_string(g.prompt.size()) +
+                                      " bytes once rendered; the engine takes at most " +
+                                      std::to_string(protocol::kDefaultLimits.max_prompt_bytes),
+                                  dialect.prompt_param);
+            parsed = std::move(g);
+        } catch (const ApiError& e) {
+            refused = e;
+        } catch (const std::exception& e) {
+            refused = ApiError(500, "server_error", std::string("could not read the request: ") + e.what());
+        }
+        asio::post(io_, [&, done] {
+            finished = true;
+            done->notify();
+        });
+    });
+    while (!finished) co_await done->wait();
+    if (refused) throw *refused;
+    co_await generate(call.c, call.req, dialect, std::move(*parsed));
+    co_return !call.c.disconnected && !call.c.close_after;
+}
+
+}  // namespace inkling::gateway
