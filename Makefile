@@ -44,7 +44,7 @@ asan: deps
 
 # Each libFuzzer target for FUZZ_SECONDS, starting from the committed seed corpus.
 fuzz: deps
-	CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINKLING_FUZZ=ON
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINKLING_FUZZ=ON
 	cmake --build $(FUZZ_BUILD)
 	@tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 

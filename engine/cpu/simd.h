@@ -6,6 +6,8 @@
 // silenced for the files that include this one.
 #pragma once
 
+#if defined(__GNUC__) && !defined(__clang__)  // clang (the fuzz build) has no such false positive
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>

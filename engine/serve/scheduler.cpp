@@ -146,11 +146,13 @@ void Scheduler::admit(const protocol::Submit& r, FrameSink& out, bool& admitted)
         ::kill(::getpid(), SIGKILL);
     }
     auto error = [&](ErrorCode code, std::string detail) { out.send(protocol::Error{r.id, code, std::move(detail)}); };
+    // DUPLICATE_ID first: any other refusal would carry the id of the request in flight,
+    // and an ERROR with that id ends it for the client (PROTOCOL.md §7.4).
+    for (const auto& [_, a] : active_)
+        if (a->request.id == r.id) return error(ErrorCode::DuplicateId, "id " + r.id + " is in flight");
     if (r.slot >= static_cast<std::uint32_t>(options_.slots))
         return error(ErrorCode::BadRequest, "slot " + std::to_string(r.slot) + " is outside 0.." +
                                                 std::to_string(options_.slots - 1));
-    for (const auto& [_, a] : active_)
-        if (a->request.id == r.id) return error(ErrorCode::DuplicateId, "id " + r.id + " is in flight");
     if (active_.count(static_cast<int>(r.slot)))
         return error(ErrorCode::SlotBusy,
                      "slot " + std::to_string(r.slot) + " is serving " + active_.at(static_cast<int>(r.slot))->request.id);

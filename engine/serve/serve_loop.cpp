@@ -2,26 +2,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
-
-#include "protocol/frame_source.h"
-#include "protocol/frame_writer.h"
 
 namespace inkling::serve {
 namespace {
 
 volatile std::sig_atomic_t g_terminate = 0;
 void on_terminate(int) { g_terminate = 1; }
-
-class StdoutSink : public FrameSink {
-public:
-    explicit StdoutSink(protocol::FrameWriter& w) : w_(w) {}
-    void send(const protocol::Frame& frame) override { w_.write(frame); }
-
-private:
-    protocol::FrameWriter& w_;
-};
 
 std::string stats_text(const nlohmann::json& j) {
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -44,78 +33,105 @@ std::string frame_id(const protocol::Frame& frame) {
 
 }  // namespace
 
+void ServeLoop::Sink::send(const protocol::Frame& frame) {
+    if (const auto* a = std::get_if<protocol::Accept>(&frame)) in_flight_.insert(a->id);
+    else if (const auto* d = std::get_if<protocol::Done>(&frame)) in_flight_.erase(d->id);
+    else if (const auto* e = std::get_if<protocol::Error>(&frame); e && e->code != protocol::ErrorCode::DuplicateId)
+        in_flight_.erase(e->id);
+    writer_.write(frame);
+}
+
+ServeLoop::ServeLoop(Scheduler& scheduler, int in_fd, int out_fd, LoopWaits waits)
+    : scheduler_(scheduler), writer_(out_fd), in_(in_fd, protocol::Direction::ToEngine), waits_(waits) {}
+
+void ServeLoop::greet() {
+    const std::string info = stats_text(scheduler_.info());
+    writer_.write(protocol::Ready{});
+    out_.send(protocol::Stats{info});
+    std::fprintf(stderr, "[serve] ready: %s\n", info.c_str());
+}
+
+// Every malformed frame gets one ERROR (PROTOCOL.md §10). One that names a request in
+// flight is answered with id 0: an ERROR with that id would end the request for the client
+// while the engine goes on with it (§6.6).
+void ServeLoop::answer_problem(const protocol::Problem& p) {
+    std::fprintf(stderr, "[serve] id=%s %s: %s\n", p.id.c_str(), std::string(protocol::to_string(p.code)).c_str(),
+                 p.detail.c_str());
+    if (out_.in_flight(p.id))
+        out_.send(protocol::Error{std::string(protocol::kUnknownId), p.code,
+                                  "a frame naming " + p.id + ", which is in flight: " + p.detail});
+    else
+        out_.send(protocol::Error{p.id, p.code, p.detail});
+}
+
+void ServeLoop::read_and_answer() {
+    auto pumped = in_.pump(scheduler_.busy() ? 0 : waits_.idle_ms);
+    // A frame in progress is read to its end before the round (a 16 MiB SUBMIT is 256
+    // pipe-fulls), and so is whatever follows it that is already there: a CANCEL or STOP
+    // written behind a big SUBMIT takes effect before the next token. A writer that stops
+    // mid-frame for stall_ms lets the round go on.
+    for (int stalled_ms = 0; pumped == protocol::FrameSource::Pump::Data;) {
+        const int wait_ms = in_.mid_frame() ? std::min(10, waits_.stall_ms - stalled_ms) : 0;
+        pumped = in_.pump(std::max(wait_ms, 0));
+        if (pumped == protocol::FrameSource::Pump::Data) {
+            stalled_ms = 0;
+        } else if (pumped == protocol::FrameSource::Pump::Timeout && wait_ms > 0) {
+            stalled_ms += wait_ms;
+            pumped = protocol::FrameSource::Pump::Data;
+        }
+    }
+    while (auto item = in_.next()) {
+        if (const auto* p = std::get_if<protocol::Problem>(&*item)) {
+            answer_problem(*p);
+            continue;
+        }
+        const auto& frame = std::get<protocol::Frame>(*item);
+        try {
+            dispatch(scheduler_, frame, out_);
+        } catch (const std::exception& e) {
+            // The scheduler answers every input itself; this is the last guard, so one
+            // frame never ends the process.
+            const std::string id = frame_id(frame);
+            std::fprintf(stderr, "[serve] id=%s internal error: %s\n", id.c_str(), e.what());
+            scheduler_.abort(id, e.what(), out_);
+        }
+    }
+    if (pumped == protocol::FrameSource::Pump::Eof) {
+        std::fprintf(stderr, "[serve] input closed: finishing the requests in flight\n");
+        draining_ = true;
+    }
+}
+
+bool ServeLoop::turn(bool stop_reading) {
+    if (!writer_.error().empty()) {
+        std::fprintf(stderr, "[serve] output closed (%s): exiting\n", writer_.error().c_str());
+        return false;
+    }
+    if (stop_reading && !draining_) {
+        std::fprintf(stderr, "[serve] SIGTERM: finishing the requests in flight\n");
+        draining_ = true;
+    }
+    if (!draining_) read_and_answer();
+    if (!scheduler_.busy()) return !draining_;
+    try {
+        scheduler_.run_round(out_);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "[serve] internal error in a round: %s\n", e.what());
+        scheduler_.fail_all(e.what(), out_);
+    }
+    return true;
+}
+
 int serve_stdio(Scheduler& scheduler) {
     struct sigaction sa {};
     sa.sa_handler = on_terminate;
     sigaction(SIGTERM, &sa, nullptr);  // no SA_RESTART: poll() returns at once
 
-    protocol::FrameWriter writer(STDOUT_FILENO);
-    StdoutSink out(writer);
-    writer.write(protocol::Ready{});
-    out.send(protocol::Stats{stats_text(scheduler.info())});
-    std::fprintf(stderr, "[serve] ready: %s\n", stats_text(scheduler.info()).c_str());
-
-    protocol::FrameSource in(STDIN_FILENO, protocol::Direction::ToEngine);
-    bool draining = false;
-    while (true) {
-        if (!writer.error().empty()) {
-            std::fprintf(stderr, "[serve] stdout closed (%s): exiting\n", writer.error().c_str());
-            return 1;
-        }
-        if (g_terminate && !draining) {
-            std::fprintf(stderr, "[serve] SIGTERM: finishing the requests in flight\n");
-            draining = true;
-        }
-        if (!draining) {
-            auto pumped = in.pump(scheduler.busy() ? 0 : 250);
-            // A frame in progress is read to its end before the round (a 16 MiB SUBMIT is
-            // 256 pipe-fulls), and so is whatever follows it that is already there: a
-            // CANCEL or STOP written behind a big SUBMIT takes effect before the next token.
-            // A writer that stops mid-frame for 1 s lets the round go on.
-            for (int stalled_ms = 0; pumped == protocol::FrameSource::Pump::Data && stalled_ms < 1000;) {
-                const bool partial = in.mid_frame();
-                pumped = in.pump(partial ? 10 : 0);
-                if (pumped == protocol::FrameSource::Pump::Data) {
-                    stalled_ms = 0;
-                } else if (pumped == protocol::FrameSource::Pump::Timeout && partial) {
-                    stalled_ms += 10;
-                    pumped = protocol::FrameSource::Pump::Data;
-                }
-            }
-            while (auto item = in.next()) {
-                if (const auto* p = std::get_if<protocol::Problem>(&*item)) {
-                    std::fprintf(stderr, "[serve] id=%s %s: %s\n", p->id.c_str(),
-                                 std::string(protocol::to_string(p->code)).c_str(), p->detail.c_str());
-                    out.send(protocol::Error{p->id, p->code, p->detail});
-                    continue;
-                }
-                const auto& frame = std::get<protocol::Frame>(*item);
-                try {
-                    dispatch(scheduler, frame, out);
-                } catch (const std::exception& e) {
-                    // The scheduler answers every input itself; this is the last guard, so
-                    // one frame never ends the process.
-                    const std::string id = frame_id(frame);
-                    std::fprintf(stderr, "[serve] id=%s internal error: %s\n", id.c_str(), e.what());
-                    scheduler.abort(id, e.what(), out);
-                }
-            }
-            if (pumped == protocol::FrameSource::Pump::Eof) {
-                std::fprintf(stderr, "[serve] stdin closed: finishing the requests in flight\n");
-                draining = true;
-            }
-        }
-        if (scheduler.busy()) {
-            try {
-                scheduler.run_round(out);
-            } catch (const std::exception& e) {
-                std::fprintf(stderr, "[serve] internal error in a round: %s\n", e.what());
-                scheduler.fail_all(e.what(), out);
-            }
-        }
-        else if (draining) break;
+    ServeLoop loop(scheduler, STDIN_FILENO, STDOUT_FILENO);
+    loop.greet();
+    while (loop.turn(g_terminate != 0)) {
     }
-    return writer.error().empty() ? 0 : 1;
+    return loop.exit_status();
 }
 
 }  // namespace inkling::serve

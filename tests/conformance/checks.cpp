@@ -308,6 +308,38 @@ void session_checks(Harness& h) {
         h.report("no DATA after DONE; the engine serves on", why.empty(), why);
     }
 
+    {  // Frames naming a request in flight that the engine refuses: a malformed one gets
+       // ERROR 0, a SUBMIT with a bad slot DUPLICATE_ID, and the request goes on (an ERROR
+       // with its id, other than DUPLICATE_ID, would end it for the client).
+        h.engine().write(h.valid_submit("named-1", 100000));
+        bool sent = false;
+        std::string got = "nothing", got_slot = "nothing";
+        auto next_error = [&] {
+            auto item = h.next(h.o_.timeout);
+            while (item && std::holds_alternative<proto::Frame>(*item) &&
+                   std::holds_alternative<proto::Data>(std::get<proto::Frame>(*item)))
+                item = h.next(h.o_.timeout);
+            if (item && std::holds_alternative<proto::Frame>(*item))
+                if (auto* e = std::get_if<proto::Error>(&std::get<proto::Frame>(*item)))
+                    return "ERROR " + e->id + " " + std::string(proto::to_string(e->code));
+            return std::string("no ERROR");
+        };
+        Turn t = h.turn("named-1", [&](Turn&) {
+            if (sent) return;
+            sent = true;
+            h.engine().write("STOP named-1 extra\n");
+            got = next_error();
+            h.engine().write(h.valid_submit("named-1", 2, 65535));
+            got_slot = next_error();
+            h.engine().write("STOP named-1\n");
+        });
+        const std::string ended = (t.done ? "" : ", no DONE") + (t.notes.empty() ? "" : ", " + t.notes.front());
+        h.report("a malformed frame naming a request in flight gets ERROR 0; the request goes on",
+                 got == "ERROR 0 BAD_REQUEST" && t.done && t.notes.empty(), "got " + got + ended);
+        h.report("a SUBMIT with an id in flight and a bad slot gets DUPLICATE_ID",
+                 got_slot == "ERROR named-1 DUPLICATE_ID" && t.done && t.notes.empty(), "got " + got_slot + ended);
+    }
+
     {  // CANCEL.
         h.engine().write(h.valid_submit("cancel-1", 100000));
         bool sent = false;

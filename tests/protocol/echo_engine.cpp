@@ -83,7 +83,13 @@ private:
 
     void handle(const proto::ReadItem& item) {
         if (const auto* p = std::get_if<proto::Problem>(&item)) {
-            error(p->id, p->code, p->detail);
+            // A frame naming a request in flight is answered with id 0: an ERROR with that
+            // id would end the request for the client (PROTOCOL.md §6.6).
+            if (find(p->id))
+                error(std::string(proto::kUnknownId), p->code,
+                      "a frame naming " + p->id + ", which is in flight: " + p->detail);
+            else
+                error(p->id, p->code, p->detail);
             return;
         }
         const auto& frame = std::get<proto::Frame>(item);
@@ -100,11 +106,11 @@ private:
     }
 
     void submit(const proto::Submit& s) {
+        if (find(s.id)) return error(s.id, proto::ErrorCode::DuplicateId, "id already in flight");
         if (s.slot >= config_.slots)
             return error(s.id, proto::ErrorCode::BadRequest,
                          "slot " + std::to_string(s.slot) + " is outside 0.." +
                              std::to_string(config_.slots - 1));
-        if (find(s.id)) return error(s.id, proto::ErrorCode::DuplicateId, "id already in flight");
         if (active_.count(s.slot))
             return error(s.id, proto::ErrorCode::SlotBusy,
                          "slot " + std::to_string(s.slot) + " is serving " +
