@@ -425,13 +425,13 @@ int cmd_bench(const cxxopts::ParseResult& args) {
         j["sessions"] = inkling::bench::bench_sessions(model, pool, counts, N);
         for (const auto& row : j["sessions"])
             std::fprintf(stderr, "[bench] %s: %d sessions decode %.1f tok/s in all (%.2fx one session)\n",
-                         model.dir.filename().c_str(), row["sessions"].get<int>(), row["aggregate_tok_s"].get<double>(),
+                         model.dir.filename().string().c_str(), row["sessions"].get<int>(), row["aggregate_tok_s"].get<double>(),
                          row["ratio_to_first"].get<double>());
     }
     if (args["reuse-tokens"].as<int>() > 0) {
         j["reuse"] = inkling::bench::bench_reuse(model, pool, args["reuse-tokens"].as<int>());
         std::fprintf(stderr, "[bench] %s: time to first token on a %d-token follow-up: %.0f ms reused vs %.0f ms cold (%.1fx)\n",
-                     model.dir.filename().c_str(), j["reuse"]["conversation_tokens"].get<int>(),
+                     model.dir.filename().string().c_str(), j["reuse"]["conversation_tokens"].get<int>(),
                      j["reuse"]["ttft_ms_reused"].get<double>(), j["reuse"]["ttft_ms_cold"].get<double>(),
                      j["reuse"]["speedup"].get<double>());
     }
@@ -439,7 +439,7 @@ int cmd_bench(const cxxopts::ParseResult& args) {
     std::fprintf(stderr,
                  "[bench] %s: prefill %.1f tok/s; decode %.1f tok/s x %.1f MB/token = %.2f GB/s = %.0f%% of the "
                  "%.2f GB/s measured\n",
-                 model.dir.filename().c_str(), P / prefill_s, decode_tps, bytes_per_token / 1e6, achieved,
+                 model.dir.filename().string().c_str(), P / prefill_s, decode_tps, bytes_per_token / 1e6, achieved,
                  100.0 * achieved / bandwidth, bandwidth);
     return 0;
 }

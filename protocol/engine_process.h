@@ -3,14 +3,14 @@
 // parsed with the protocol library's reader; its stderr goes to a file for diagnostics.
 #pragma once
 
-#include <sys/types.h>
-
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "platform/child_process.h"
 #include "protocol/frame_reader.h"
 
 namespace inkling::protocol {
@@ -32,25 +32,22 @@ public:
     // Reads until EOF or timeout; returns true at EOF.
     bool drain_to_eof(std::chrono::milliseconds timeout);
 
-    // Waits for exit; the raw wait status, or nullopt on timeout (the child is then killed).
-    std::optional<int> wait_exit(std::chrono::milliseconds timeout);
+    // Waits for exit; its status, or nullopt on timeout (the child is then killed).
+    std::optional<platform::ExitStatus> wait_exit(std::chrono::milliseconds timeout);
 
     const std::string& raw_stdout() const { return raw_; }
     void keep_raw_stdout(bool keep) { keep_raw_ = keep; }  // off for long sessions
     std::string stderr_tail(std::size_t lines = 8) const;
     bool stdout_eof() const { return eof_; }
-    long pid() const { return static_cast<long>(pid_); }
-    int stdout_fd() const { return out_fd_; }
+    long pid() const { return child_.pid(); }
+    int stdout_fd() const { return child_.stdout_fd(); }
 
 private:
     bool read_some(std::chrono::milliseconds timeout);
 
-    pid_t pid_ = -1;
-    int in_fd_ = -1;
-    int out_fd_ = -1;
-    bool eof_ = false;
-    std::optional<int> status_;
     std::string stderr_path_;
+    platform::ChildProcess child_;
+    bool eof_ = false;
     std::string raw_;
     bool keep_raw_ = true;
     FrameReader reader_{Direction::FromEngine};

@@ -1,21 +1,15 @@
 #include "protocol/frame_source.h"
 
-#include <poll.h>
-#include <unistd.h>
-
-#include <cerrno>
+#include "platform/pipe_io.h"
 
 namespace inkling::protocol {
 
 FrameSource::Pump FrameSource::pump(int timeout_ms) {
     if (eof_) return Pump::Eof;
-    pollfd p{fd_, POLLIN, 0};
-    int ready = ::poll(&p, 1, timeout_ms);
-    if (ready < 0 && errno == EINTR) return Pump::Timeout;
-    if (ready == 0) return Pump::Timeout;
+    if (platform::wait_readable(fd_, timeout_ms) == platform::Wait::Timeout) return Pump::Timeout;
     char buf[65536];
-    ssize_t n = ::read(fd_, buf, sizeof buf);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return Pump::Timeout;
+    const std::int64_t n = platform::read_fd(fd_, buf, sizeof buf);
+    if (n == -2) return Pump::Timeout;
     if (n <= 0) {
         eof_ = true;
         reader_.finish();

@@ -1,11 +1,6 @@
 #include "protocol/frame_writer.h"
 
-#include <poll.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
+#include "platform/pipe_io.h"
 #include "protocol/frame_encode.h"
 
 namespace inkling::protocol {
@@ -19,23 +14,7 @@ bool FrameWriter::write_raw(std::string_view bytes) {
 
 bool FrameWriter::write_locked(std::string_view bytes) {
     if (!error_.empty()) return false;
-    while (!bytes.empty()) {
-        ssize_t n = ::write(fd_, bytes.data(), bytes.size());
-        if (n > 0) {
-            bytes.remove_prefix(static_cast<std::size_t>(n));
-            continue;
-        }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            pollfd p{fd_, POLLOUT, 0};
-            ::poll(&p, 1, -1);
-            continue;
-        }
-        error_ = n == 0 ? "write returned 0" : std::strerror(errno);
-        if (n < 0 && errno == EPIPE) error_ = "peer closed the pipe (EPIPE)";
-        return false;
-    }
-    return true;
+    return platform::write_all_fd(fd_, bytes.data(), bytes.size(), error_);
 }
 
 }  // namespace inkling::protocol

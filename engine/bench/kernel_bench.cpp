@@ -1,7 +1,5 @@
 #include "engine/bench/kernel_bench.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -17,6 +15,7 @@
 #include "engine/cpu/bf16_matmul.h"
 #include "engine/cpu/kernels.h"
 #include "engine/quant/quantize.h"
+#include "platform/memory.h"
 
 namespace inkling::bench {
 namespace {
@@ -30,12 +29,12 @@ constexpr std::int64_t kRows = 14336, kCols = 4096;
 // Page-aligned memory on huge pages where the kernel offers them, first touched by the
 // pool's threads (the ones that read it).
 struct Buffer {
-    std::unique_ptr<std::byte[], decltype(&std::free)> bytes{nullptr, &std::free};
+    std::unique_ptr<std::byte[], decltype(&platform::free_aligned)> bytes{nullptr, &platform::free_aligned};
     std::size_t size = 0;
     Buffer(std::size_t n, cpu::ThreadPool& pool, std::uint64_t seed) : size(n) {
         const std::size_t rounded = (n + (2u << 20) - 1) / (2u << 20) * (2u << 20);
-        bytes.reset(static_cast<std::byte*>(std::aligned_alloc(2u << 20, rounded)));
-        madvise(bytes.get(), rounded, MADV_HUGEPAGE);
+        bytes.reset(static_cast<std::byte*>(platform::allocate_aligned(2u << 20, rounded)));
+        platform::advise_huge_pages(bytes.get(), rounded);
         pool.parallel_for(static_cast<std::int64_t>((n + 63) / 64), [&](std::int64_t b, std::int64_t e) {
             std::uint64_t state = 0x9e3779b97f4a7c15ull ^ seed ^ static_cast<std::uint64_t>(b);
             for (std::int64_t i = b * 64; i < std::min<std::int64_t>(e * 64, static_cast<std::int64_t>(n)); ++i) {

@@ -1,9 +1,5 @@
 #include "engine/bench/memory_bandwidth.h"
 
-#include <pthread.h>
-#include <sched.h>
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <atomic>
 #include <barrier>
@@ -15,6 +11,8 @@
 #include <vector>
 
 #include "engine/cpu/simd.h"
+#include "platform/cpu_affinity.h"
+#include "platform/memory.h"
 
 namespace inkling::bench {
 namespace {
@@ -58,20 +56,10 @@ std::uint64_t sum_scalar(const std::uint64_t* p, std::size_t n) {
 }
 
 // The CPUs this process may run on, in order.
-std::vector<int> allowed_cpus() {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    std::vector<int> out;
-    if (sched_getaffinity(0, sizeof set, &set) == 0)
-        for (int c = 0; c < CPU_SETSIZE; ++c)
-            if (CPU_ISSET(c, &set)) out.push_back(c);
-    return out;
-}
-
 }  // namespace
 
 struct ReadBandwidth::State {
-    std::unique_ptr<std::uint64_t[], decltype(&std::free)> buf{nullptr, &std::free};
+    std::unique_ptr<std::uint64_t[], decltype(&platform::free_aligned)> buf{nullptr, &platform::free_aligned};
     std::size_t slice = 0;
     unsigned threads = 0;
     int repeats = 0;
@@ -86,23 +74,18 @@ ReadBandwidth::ReadBandwidth(std::size_t bytes, unsigned threads) : s_(std::make
     State& st = *s_;
     const std::size_t n = bytes / sizeof(std::uint64_t) / (64 * threads) * (64 * threads);
     const std::size_t huge = 2u << 20, alloc = (n * sizeof(std::uint64_t) + huge - 1) / huge * huge;
-    st.buf.reset(static_cast<std::uint64_t*>(std::aligned_alloc(huge, alloc)));
+    st.buf.reset(static_cast<std::uint64_t*>(platform::allocate_aligned(huge, alloc)));
     // Huge pages where the kernel offers them (THP in madvise mode): 4 KiB pages would
     // measure TLB misses as much as memory.
-    madvise(st.buf.get(), alloc, MADV_HUGEPAGE);
+    platform::advise_huge_pages(st.buf.get(), alloc);
     st.slice = n / threads;
     const bool avx512 = __builtin_cpu_supports("avx512f"), avx2 = __builtin_cpu_supports("avx2");
-    const std::vector<int> cpus = allowed_cpus();
+    const std::vector<int> cpus = platform::allowed_cpus();
     // Readers of their own pinned threads (not a pool's, which float): each first touches
     // and then reads its slice, all starting together each round.
     for (unsigned t = 0; t < threads; ++t)
         st.readers.emplace_back([&st, t, avx512, avx2, cpus] {
-            if (!cpus.empty()) {
-                cpu_set_t one;
-                CPU_ZERO(&one);
-                CPU_SET(cpus[t % cpus.size()], &one);
-                pthread_setaffinity_np(pthread_self(), sizeof one, &one);
-            }
+            if (!cpus.empty()) platform::pin_this_thread(cpus[t % cpus.size()]);
             std::uint64_t* p = st.buf.get() + t * st.slice;
             for (std::size_t i = 0; i < st.slice; ++i) p[i] = i;
             st.sync.arrive_and_wait();

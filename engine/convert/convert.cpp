@@ -1,6 +1,5 @@
 #include "engine/convert/convert.h"
 
-#include <csignal>
 #include <optional>
 #include <stdexcept>
 
@@ -8,6 +7,7 @@
 #include "engine/convert/destination.h"
 #include "engine/convert/expert_writer.h"
 #include "engine/convert/report.h"
+#include "platform/process.h"
 
 namespace inkling::convert {
 namespace {
@@ -100,7 +100,7 @@ nlohmann::json write_outputs(const model::Model& model, const Plan& plan, const 
 nlohmann::json convert(const Options& o) {
     const auto t0 = Clock::now();
     // Past a file-size limit, writes fail with EFBIG (reported) instead of killing us.
-    std::signal(SIGXFSZ, SIG_IGN);
+    platform::ignore_file_size_signal();
     const model::Model model = load_source(o.src);
     const auto fingerprint = source_fingerprint(o.src);
     const Destination dest = inspect_destination(o, fingerprint);

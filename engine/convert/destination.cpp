@@ -1,6 +1,5 @@
 #include "engine/convert/destination.h"
 
-#include <sys/statvfs.h>
 
 #include <set>
 #include <stdexcept>
@@ -74,9 +73,10 @@ Destination inspect_destination(const Options& o, const nlohmann::json& fingerpr
 void check_free_space(const fs::path& dst, std::int64_t needed) {
     fs::path at = fs::absolute(dst);
     while (!fs::exists(at) && at.has_parent_path() && at != at.parent_path()) at = at.parent_path();
-    struct statvfs st {};
-    if (::statvfs(at.c_str(), &st) != 0) return;  // unknown: the writes will tell
-    const auto available = static_cast<std::int64_t>(st.f_bavail) * static_cast<std::int64_t>(st.f_frsize);
+    std::error_code ec;
+    const fs::space_info space = fs::space(at, ec);
+    if (ec) return;  // unknown: the writes will tell
+    const auto available = static_cast<std::int64_t>(space.available);
     if (available < needed)
         throw std::runtime_error("not enough free space for " + dst.string() + ": the conversion writes " +
                                  std::to_string(needed) + " bytes (" + gigabytes(needed) + "), " + at.string() +

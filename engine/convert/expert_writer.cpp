@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+
+#include "platform/process.h"
 
 namespace inkling::convert {
 namespace {
@@ -33,7 +34,7 @@ void fill_record(const model::Ffn& f, const experts::RecordLayout& layout, const
     out.pwrite_all(half.data(), half.size(), h.record_offset(index));
     std::fprintf(stderr, "[convert] fault hook: killed after %lld records\n", static_cast<long long>(index));
     std::fflush(stderr);
-    std::raise(SIGKILL);
+    platform::die_now();
     std::abort();
 }
 
@@ -56,7 +57,7 @@ ResumePoint find_resume_point(const experts::ContainerHeader& h, OutputFile& out
     } else if (saved > 0) {
         std::fprintf(stderr,
                      "[convert] %s: %lld of the %lld recorded records check out; converting the experts again\n",
-                     out.partial_path().c_str(), static_cast<long long>(good), static_cast<long long>(saved));
+                     out.partial_path().string().c_str(), static_cast<long long>(good), static_cast<long long>(saved));
     }
     out.truncate(p.records > 0 ? h.record_offset(p.records) : 0);
     return p;

@@ -1,14 +1,10 @@
 #include "engine/convert/output_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <stdexcept>
 #include <vector>
+
+#include "platform/file_io.h"
 
 namespace inkling::convert {
 
@@ -18,28 +14,25 @@ std::filesystem::path OutputFile::partial_of(const std::filesystem::path& final_
 
 OutputFile::OutputFile(std::filesystem::path final_path, bool keep)
     : final_(std::move(final_path)), partial_(partial_of(final_)) {
-    fd_ = ::open(partial_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | (keep ? 0 : O_TRUNC), 0644);
-    if (fd_ < 0) fail("cannot create");
+    fd_ = platform::open_file(partial_, keep ? platform::Open::ReadWrite : platform::Open::ReadWriteNew);
+    if (fd_ == platform::kNoFile) fail("cannot create");
 }
 
 OutputFile::~OutputFile() {
-    if (fd_ >= 0) ::close(fd_);
+    platform::close_file(fd_);
 }
 
 void OutputFile::fail(const std::string& what) const {
-    throw std::runtime_error("write " + partial_.string() + ": " + what + ": " + std::strerror(errno));
+    throw std::runtime_error("write " + partial_.string() + ": " + what + ": " + platform::last_error());
 }
 
 void OutputFile::pwrite_all(const void* data, std::size_t bytes, std::int64_t offset) {
     const auto* p = static_cast<const char*>(data);
     while (bytes > 0) {
-        const ssize_t n = ::pwrite(fd_, p, bytes, offset);
-        if (n < 0 && errno == EINTR) continue;
+        const std::int64_t n = platform::write_at(fd_, p, bytes, offset);
         if (n < 0) fail("write failed");
-        if (n == 0) {
-            errno = ENOSPC;
-            fail("write made no progress");
-        }
+        if (n == 0)
+            throw std::runtime_error("write " + partial_.string() + ": write made no progress (no space left on device?)");
         p += n;
         bytes -= static_cast<std::size_t>(n);
         offset += n;
@@ -47,24 +40,22 @@ void OutputFile::pwrite_all(const void* data, std::size_t bytes, std::int64_t of
 }
 
 std::int64_t OutputFile::size() const {
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0) fail("cannot stat");
-    return st.st_size;
+    const std::int64_t bytes = platform::file_size(fd_);
+    if (bytes < 0) fail("cannot stat");
+    return bytes;
 }
 
 void OutputFile::truncate(std::int64_t bytes) {
-    if (::ftruncate(fd_, bytes) != 0) fail("cannot truncate");
+    if (!platform::resize_file(fd_, bytes)) fail("cannot truncate");
 }
 
 void OutputFile::read_at(void* data, std::size_t bytes, std::int64_t offset) const {
     auto* p = static_cast<char*>(data);
     while (bytes > 0) {
-        const ssize_t n = ::pread(fd_, p, bytes, offset);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            if (n == 0) errno = EIO;
-            fail("read back failed");
-        }
+        const std::int64_t n = platform::read_at(fd_, p, bytes, offset);
+        if (n < 0) fail("read back failed");
+        if (n == 0)
+            throw std::runtime_error("write " + partial_.string() + ": read back failed: unexpected end of file");
         p += n;
         bytes -= static_cast<std::size_t>(n);
         offset += n;
@@ -72,13 +63,13 @@ void OutputFile::read_at(void* data, std::size_t bytes, std::int64_t offset) con
 }
 
 void OutputFile::commit() {
-    if (::fsync(fd_) != 0) fail("fsync failed");
-    const int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0) fail("close failed");
-    if (::rename(partial_.c_str(), final_.c_str()) != 0)
+    if (!platform::sync_file(fd_)) fail("fsync failed");
+    const platform::File fd = fd_;
+    fd_ = platform::kNoFile;
+    if (!platform::close_file(fd)) fail("close failed");
+    if (!platform::replace_file(partial_, final_))
         throw std::runtime_error("rename " + partial_.string() + " to " + final_.string() + ": " +
-                                 std::strerror(errno));
+                                 platform::last_error());
 }
 
 void copy_file_atomically(const std::filesystem::path& from, const std::filesystem::path& to) {
@@ -104,11 +95,6 @@ void write_file_atomically(const std::filesystem::path& to, const std::string& t
     out.commit();
 }
 
-void sync_directory(const std::filesystem::path& dir) {
-    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return;
-    ::fsync(fd);
-    ::close(fd);
-}
+void sync_directory(const std::filesystem::path& dir) { platform::sync_directory(dir); }
 
 }  // namespace inkling::convert

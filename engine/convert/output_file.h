@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <string>
 
+#include "platform/file_io.h"
+
 namespace inkling::convert {
 
 class OutputFile {
@@ -34,7 +36,7 @@ public:
 private:
     [[noreturn]] void fail(const std::string& what) const;
     std::filesystem::path final_, partial_;
-    int fd_ = -1;
+    platform::File fd_ = platform::kNoFile;
 };
 
 // Copies `from` byte for byte to `to` (through to.partial, committed).

@@ -1,6 +1,6 @@
 #include "engine/convert/progress.h"
 
-#include <unistd.h>
+#include "platform/process.h"
 
 #include <algorithm>
 
@@ -24,7 +24,7 @@ std::string duration(double s) {
 }  // namespace
 
 Progress::Progress(std::int64_t total, std::int64_t done, std::FILE* out)
-    : out_(out), tty_(::isatty(::fileno(out)) != 0), total_(std::max<std::int64_t>(total, 1)), done_(done),
+    : out_(out), tty_(platform::is_terminal(out)), total_(std::max<std::int64_t>(total, 1)), done_(done),
       start_done_(done), start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
 
 double Progress::seconds() const {

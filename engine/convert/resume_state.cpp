@@ -1,6 +1,5 @@
 #include "engine/convert/resume_state.h"
 
-#include <sys/stat.h>
 
 #include <fstream>
 #include <stdexcept>
@@ -44,11 +43,15 @@ nlohmann::json source_fingerprint(const std::filesystem::path& src) {
         if (e.is_regular_file()) names.push_back(e.path());
     std::sort(names.begin(), names.end());
     for (const auto& p : names) {
-        struct stat st {};
-        if (::stat(p.c_str(), &st) != 0) continue;
+        std::error_code size_error, time_error;
+        const auto bytes = std::filesystem::file_size(p, size_error);
+        const auto mtime = std::filesystem::last_write_time(p, time_error);
+        if (size_error || time_error) continue;
+        // Nanoseconds since the Unix epoch (st_mtim on Linux), on any platform's file clock.
+        const auto since_epoch = std::chrono::file_clock::to_sys(mtime).time_since_epoch();
         files.push_back({{"name", p.filename().string()},
-                         {"bytes", static_cast<std::int64_t>(st.st_size)},
-                         {"mtime_ns", static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec}});
+                         {"bytes", static_cast<std::int64_t>(bytes)},
+                         {"mtime_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(since_epoch).count()}});
     }
     return files;
 }

@@ -10,6 +10,7 @@
 
 #include "engine/model/safetensors.h"
 #include "engine/model/tensor.h"
+#include "platform/file_io.h"
 
 namespace inkling::convert {
 
@@ -30,7 +31,7 @@ private:
     struct File {
         const std::byte* base = nullptr;  // where the mapping of byte 0 lies
         std::size_t size = 0;
-        int fd = -1;
+        platform::File fd = platform::kNoFile;
     };
     std::vector<File> files_;
 };

@@ -1,14 +1,14 @@
 #include "engine/experts/expert_cache.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+
+#include "platform/file_io.h"
+#include "platform/memory.h"
 
 namespace inkling::experts {
 
@@ -49,7 +49,7 @@ ExpertCache::ExpertCache(std::shared_ptr<ExpertStore> store, const CacheOptions&
         Layer l;
         l.model_layer = h.layers[s];
         l.slab = aligned_buffer(rb * static_cast<std::size_t>(cap_));
-        ::madvise(l.slab.get(), rb * static_cast<std::size_t>(cap_), MADV_HUGEPAGE);
+        platform::advise_huge_pages(l.slab.get(), rb * static_cast<std::size_t>(cap_));
         l.slots.resize(static_cast<std::size_t>(cap_));
         for (int i = 0; i < cap_; ++i) l.slots[i].buf = l.slab.get() + rb * static_cast<std::size_t>(i);
         l.where.assign(static_cast<std::size_t>(E), -1);
@@ -326,7 +326,7 @@ std::string ExpertCache::describe() const {
                   cap_, static_cast<long long>(h.experts), pins_, pinned_total(), layers_.size(),
                   static_cast<double>(slot_bytes()) / 1e9, static_cast<double>(store_->record_bytes()) / 1e6,
                   format_name(h.format), store_->direct_io() ? "O_DIRECT" : "buffered+DONTNEED",
-                  options_.usage_file.empty() ? "none" : options_.usage_file.c_str());
+                  options_.usage_file.empty() ? "none" : options_.usage_file.string().c_str());
     return line;
 }
 
@@ -377,11 +377,11 @@ std::shared_ptr<ExpertCache> make_cache(const model::Model& model, const CacheFl
     }
     if (flags.usage_file) {
         if (*flags.usage_file != "off") o.usage_file = *flags.usage_file;
-    } else if (::access(model.dir.c_str(), W_OK) == 0) {
+    } else if (platform::writable(model.dir)) {
         o.usage_file = model.dir / "expert-usage.json";
     } else {
         std::fprintf(stderr, "[experts] %s is not writable: no expert usage history (--usage-file PATH sets one)\n",
-                     model.dir.c_str());
+                     model.dir.string().c_str());
     }
     auto cache = std::make_shared<ExpertCache>(model.experts, o);
     std::fprintf(stderr, "[experts] %s\n", cache->describe().c_str());

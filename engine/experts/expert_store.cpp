@@ -1,9 +1,5 @@
 #include "engine/experts/expert_store.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -12,6 +8,9 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "platform/file_io.h"
+#include "platform/memory.h"
 
 namespace inkling::experts {
 namespace {
@@ -24,14 +23,14 @@ std::string hex32(std::uint32_t v) {
     return b;
 }
 
-// Reads exactly `bytes` at `offset` (pread may return less); false on an error or EOF.
-bool pread_all(int fd, std::byte* buf, std::size_t bytes, std::int64_t offset, int& err) {
+// Reads exactly `bytes` at `offset` (a read may return less); false on an error (`err` then
+// says what) or EOF (`err` empty).
+bool pread_all(platform::File fd, std::byte* buf, std::size_t bytes, std::int64_t offset, std::string& err) {
     std::size_t done = 0;
     while (done < bytes) {
-        const ssize_t n = ::pread(fd, buf + done, bytes - done, static_cast<off_t>(offset + done));
-        if (n < 0 && errno == EINTR) continue;
+        const std::int64_t n = platform::read_at(fd, buf + done, bytes - done, offset + static_cast<std::int64_t>(done));
         if (n <= 0) {
-            err = n < 0 ? errno : 0;
+            err = n < 0 ? platform::last_error() : "";
             return false;
         }
         done += static_cast<std::size_t>(n);
@@ -39,16 +38,16 @@ bool pread_all(int fd, std::byte* buf, std::size_t bytes, std::int64_t offset, i
     return true;
 }
 
-// An O_DIRECT descriptor for `path` if the filesystem accepts both the open and an aligned
-// read (tmpfs refuses the open; some filesystems only the read), else -1.
-int open_direct(const std::filesystem::path& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
-    if (fd < 0) return -1;
+// An unbuffered (O_DIRECT) file for `path` if the filesystem accepts both the open and an
+// aligned read (tmpfs refuses the open; some filesystems only the read), else kNoFile.
+platform::File open_direct(const std::filesystem::path& path) {
+    const platform::File fd = platform::open_file(path, platform::Open::ReadUnbuffered);
+    if (fd == platform::kNoFile) return platform::kNoFile;
     AlignedBuffer probe = aligned_buffer(kAlign);
-    int err = 0;
+    std::string err;
     if (!pread_all(fd, probe.get(), kAlign, 0, err)) {
-        ::close(fd);
-        return -1;
+        platform::close_file(fd);
+        return platform::kNoFile;
     }
     return fd;
 }
@@ -56,16 +55,15 @@ int open_direct(const std::filesystem::path& path) {
 }  // namespace
 
 void AlignedDeleter::operator()(std::byte* p) const {
-    if (p) ::munmap(p, bytes);
+    platform::free_pages(p, bytes);
 }
 
 AlignedBuffer aligned_buffer(std::size_t bytes) {
     const std::size_t size = (bytes + kAlign - 1) / kAlign * kAlign;
-    void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        throw std::runtime_error("cannot map " + std::to_string(size) + " bytes for expert slots: " +
-                                 std::strerror(errno));
-    return AlignedBuffer(static_cast<std::byte*>(p), AlignedDeleter{size});
+    std::byte* p = platform::allocate_pages(size);
+    if (!p)
+        throw std::runtime_error("cannot map " + std::to_string(size) + " bytes for expert slots: out of memory");
+    return AlignedBuffer(p, AlignedDeleter{size});
 }
 
 std::shared_ptr<ExpertStore> ExpertStore::open(const std::filesystem::path& path) {
@@ -77,15 +75,15 @@ std::shared_ptr<ExpertStore> ExpertStore::open(const std::filesystem::path& path
     s->layout_ = record_layout(s->header_.format, s->header_.format == Format::Int8 ? 32 : s->header_.group,
                                s->header_.hidden, s->header_.inter);
     s->verified_ = std::make_unique<std::atomic<bool>[]>(s->crcs_.size());
-    s->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (s->fd_ < 0) throw std::runtime_error(path.string() + ": cannot open: " + std::strerror(errno));
+    s->fd_ = platform::open_file(path, platform::Open::Read);
+    if (s->fd_ == platform::kNoFile) throw std::runtime_error(path.string() + ": cannot open: " + platform::last_error());
     s->direct_fd_ = open_direct(path);
     return s;
 }
 
 ExpertStore::~ExpertStore() {
-    if (fd_ >= 0) ::close(fd_);
-    if (direct_fd_ >= 0) ::close(direct_fd_);
+    platform::close_file(fd_);
+    platform::close_file(direct_fd_);
 }
 
 void ExpertStore::check_config(const model::Config& c) const {
@@ -118,13 +116,13 @@ int ExpertStore::layer_slot(int layer) const {
 }
 
 void ExpertStore::read_at(std::int64_t offset, std::byte* buf, std::size_t bytes) {
-    int err = 0;
-    if (direct_fd_ >= 0 && pread_all(direct_fd_, buf, bytes, offset, err)) return;
+    std::string err;
+    if (direct_fd_ != platform::kNoFile && pread_all(direct_fd_, buf, bytes, offset, err)) return;
     if (!pread_all(fd_, buf, bytes, offset, err))
         throw std::runtime_error(path_.string() + ": read of " + std::to_string(bytes) + " bytes at " +
                                  std::to_string(offset) + " failed: " +
-                                 (err ? std::strerror(err) : "unexpected end of file"));
-    ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(bytes), POSIX_FADV_DONTNEED);
+                                 (!err.empty() ? err : "unexpected end of file"));
+    platform::drop_cached(fd_, offset, static_cast<std::int64_t>(bytes));
 }
 
 void ExpertStore::read(int layer, int expert, std::byte* buf) {
@@ -195,25 +193,25 @@ double sequential_read_rate(const std::filesystem::path& path, std::int64_t limi
     const auto t0 = Clock::now();
     for (int k = 0; k < streams; ++k)
         readers.emplace_back([&, k] {
-            int fd = open_direct(path);
-            const bool direct = fd >= 0;
-            if (!direct) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-            if (fd < 0) {
+            platform::File fd = open_direct(path);
+            const bool direct = fd != platform::kNoFile;
+            if (!direct) fd = platform::open_file(path, platform::Open::Read);
+            if (fd == platform::kNoFile) {
                 std::lock_guard lock(failure_mutex);
-                failure = path.string() + ": cannot open: " + std::strerror(errno);
+                failure = path.string() + ": cannot open: " + platform::last_error();
                 return;
             }
             AlignedBuffer buf = aligned_buffer(kBlock);
             const std::int64_t from = k * share, to = std::min(total, from + share);
-            int err = 0;
+            std::string err;
             for (std::int64_t at = from; at < to;) {
                 const std::int64_t n = std::min(kBlock, to - at);
                 if (!pread_all(fd, buf.get(), static_cast<std::size_t>(n), at, err)) break;
-                if (!direct) ::posix_fadvise(fd, static_cast<off_t>(at), static_cast<off_t>(n), POSIX_FADV_DONTNEED);
+                if (!direct) platform::drop_cached(fd, at, n);
                 at += n;
                 done[static_cast<std::size_t>(k)] += n;
             }
-            ::close(fd);
+            platform::close_file(fd);
         });
     for (auto& t : readers) t.join();
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();

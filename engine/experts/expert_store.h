@@ -22,10 +22,11 @@
 #include "engine/experts/container_format.h"
 #include "engine/model/config.h"
 #include "engine/model/weights.h"
+#include "platform/file_io.h"
 
 namespace inkling::experts {
 
-// Anonymous page-aligned memory (kAlign-aligned, as O_DIRECT wants), released with munmap.
+// Anonymous page-aligned memory (kAlign-aligned, as O_DIRECT wants), from the OS (platform/memory.h).
 struct AlignedDeleter {
     std::size_t bytes = 0;
     void operator()(std::byte* p) const;
@@ -53,7 +54,7 @@ public:
     std::int64_t experts() const { return header_.experts; }
     // Position of model layer `layer` among the container's layers, or -1.
     int layer_slot(int layer) const;
-    bool direct_io() const { return direct_fd_ >= 0; }
+    bool direct_io() const { return direct_fd_ != platform::kNoFile; }
 
     // Reads record (layer, expert) into `buf` (record_bytes, kAlign-aligned). Safe from
     // several threads at once. The first read of each record checks its CRC; a mismatch
@@ -78,8 +79,8 @@ private:
     RecordLayout layout_;
     std::vector<std::uint32_t> crcs_;
     std::unique_ptr<std::atomic<bool>[]> verified_;
-    int fd_ = -1;         // buffered reads (and the fallback)
-    int direct_fd_ = -1;  // O_DIRECT, when the filesystem takes it
+    platform::File fd_ = platform::kNoFile;         // buffered reads (and the fallback)
+    platform::File direct_fd_ = platform::kNoFile;  // O_DIRECT, when the filesystem takes it
     std::atomic<std::uint64_t> reads_{0}, bytes_{0}, read_ns_{0};
     mutable std::mutex busy_mutex_;
     int in_flight_ = 0;

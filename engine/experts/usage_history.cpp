@@ -1,8 +1,5 @@
 #include "engine/experts/usage_history.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -12,6 +9,9 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <stdexcept>
+
+#include "platform/file_io.h"
+#include "platform/process.h"
 
 namespace inkling::experts {
 namespace {
@@ -65,36 +65,35 @@ void UsageHistory::save(const std::filesystem::path& path) const {
                         {"layers", layers_},     {"half_life_tokens", half_life_},
                         {"tokens", tokens_},     {"counts", counts_}};
     const std::string text = j.dump() + "\n";
-    // A fresh name made by mkostemp (O_EXCL, mode 0600): never a file or a symlink that
+    // A fresh name made like mkostemp (O_EXCL, mode 0600): never a file or a symlink that
     // someone put there first.
     std::string tmp_name = path.string() + ".tmp.XXXXXX";
     bool created = false;
     auto fail = [&](const std::string& what) {
-        const int err = errno;
-        if (created) ::unlink(tmp_name.c_str());
-        throw std::runtime_error(path.string() + ": cannot save the expert usage history (" + what + ": " +
-                                 std::strerror(err) + ")");
+        const std::string err = platform::last_error();
+        std::error_code ec;
+        if (created) std::filesystem::remove(tmp_name, ec);
+        throw std::runtime_error(path.string() + ": cannot save the expert usage history (" + what + ": " + err + ")");
     };
-    const int fd = ::mkostemp(tmp_name.data(), O_CLOEXEC);
-    if (fd < 0) fail("create " + tmp_name);
+    const platform::File fd = platform::create_private_file(tmp_name, 0);
+    if (fd == platform::kNoFile) fail("create " + tmp_name);
     created = true;
-    const std::filesystem::path tmp = tmp_name;
     std::size_t done = 0;
     while (done < text.size()) {
-        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-        if (n < 0 && errno == EINTR) continue;
+        const std::int64_t n = platform::write_at(fd, text.data() + done, text.size() - done,
+                                                  static_cast<std::int64_t>(done));
         if (n <= 0) {
-            ::close(fd);
+            platform::close_file(fd);
             fail("write");
         }
         done += static_cast<std::size_t>(n);
     }
-    if (::fsync(fd) != 0) {
-        ::close(fd);
+    if (!platform::sync_file(fd)) {
+        platform::close_file(fd);
         fail("fsync");
     }
-    ::close(fd);
-    if (::rename(tmp.c_str(), path.c_str()) != 0) fail("rename");
+    platform::close_file(fd);
+    if (!platform::replace_file(tmp_name, path)) fail("rename");
 }
 
 void UsageHistory::add(int slot, int expert, double rows) { counts_[slot][expert] += rows; }

@@ -1,10 +1,5 @@
 #include "engine/model/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -15,38 +10,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "platform/memory.h"
+
 namespace inkling::model {
 
-class MappedFile {
+// The whole-file read-only mapping of platform/memory.h, under the name safetensors.h
+// declares (its users need not see the platform header).
+class MappedFile : public platform::MappedFile {
 public:
-    explicit MappedFile(const std::filesystem::path& path) : path_(path.string()) {
-        fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd_ < 0) throw std::runtime_error(path_ + ": cannot open: " + std::strerror(errno));
-        struct stat st {};
-        if (::fstat(fd_, &st) != 0) throw std::runtime_error(path_ + ": cannot stat");
-        size_ = static_cast<std::size_t>(st.st_size);
-        if (size_ > 0) {
-            void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd_, 0);
-            if (p == MAP_FAILED) throw std::runtime_error(path_ + ": mmap failed: " + std::strerror(errno));
-            data_ = static_cast<const std::byte*>(p);
-        }
-    }
-    ~MappedFile() {
-        if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
-        if (fd_ >= 0) ::close(fd_);
-    }
-    MappedFile(const MappedFile&) = delete;
-    MappedFile& operator=(const MappedFile&) = delete;
-
-    const std::byte* data() const { return data_; }
-    std::size_t size() const { return size_; }
-    const std::string& path() const { return path_; }
-
-private:
-    std::string path_;
-    int fd_ = -1;
-    const std::byte* data_ = nullptr;
-    std::size_t size_ = 0;
+    using platform::MappedFile::MappedFile;
 };
 
 std::int64_t TensorInfo::numel() const {

@@ -1,19 +1,12 @@
 #include "engine/serve/residency.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <bit>
+
+#include "platform/memory.h"
 
 namespace inkling::serve {
 
-bool page_resident(const void* p) {
-    static const std::uintptr_t page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
-    auto addr = reinterpret_cast<std::uintptr_t>(p) & ~(page - 1);
-    unsigned char vec = 0;
-    if (mincore(reinterpret_cast<void*>(addr), page, &vec) != 0) return false;
-    return vec & 1;
-}
+bool page_resident(const void* p) { return platform::page_resident(p); }
 
 nlohmann::json expert_residency(const model::Model& model, const std::vector<std::vector<std::uint64_t>>& uses,
                                 const experts::ExpertCache* cache, const vulkan::ExpertTier* tier) {

@@ -1,8 +1,5 @@
 #include "engine/serve/scheduler.h"
 
-#include <signal.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <filesystem>
 
@@ -17,6 +14,8 @@
 #include "engine/vulkan/chain_stats.h"
 #include "protocol/fields.h"
 
+#include "platform/memory.h"
+#include "platform/process.h"
 namespace inkling::serve {
 
 using protocol::ErrorCode;
@@ -143,7 +142,7 @@ void Scheduler::admit(const protocol::Submit& r, FrameSink& out, bool& admitted)
     if (!options_.fault_kill_once_file.empty() && !std::filesystem::exists(options_.fault_kill_once_file)) {
         std::ofstream(options_.fault_kill_once_file) << "killed\n";
         std::fprintf(stderr, "[serve] fault injection: dying before ACCEPT of %s\n", r.id.c_str());
-        ::kill(::getpid(), SIGKILL);
+        platform::die_now();
     }
     auto error = [&](ErrorCode code, std::string detail) { out.send(protocol::Error{r.id, code, std::move(detail)}); };
     // DUPLICATE_ID first: any other refusal would carry the id of the request in flight,
@@ -512,10 +511,7 @@ protocol::Submit ids_request(const std::string& id, int slot, const std::vector<
 }
 
 double resident_gb() {
-    std::ifstream statm("/proc/self/statm");
-    long pages_total = 0, pages_resident = 0;
-    statm >> pages_total >> pages_resident;
-    return static_cast<double>(pages_resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / 1e9;
+    return static_cast<double>(platform::resident_bytes()) / 1e9;
 }
 
 }  // namespace inkling::serve

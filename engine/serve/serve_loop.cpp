@@ -6,11 +6,13 @@
 #include <csignal>
 #include <cstdio>
 
+#include "platform/stop_request.h"
+
 namespace inkling::serve {
 namespace {
 
 volatile std::sig_atomic_t g_terminate = 0;
-void on_terminate(int) { g_terminate = 1; }
+void on_terminate() { g_terminate = 1; }
 
 std::string stats_text(const nlohmann::json& j) {
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -123,9 +125,8 @@ bool ServeLoop::turn(bool stop_reading) {
 }
 
 int serve_stdio(Scheduler& scheduler) {
-    struct sigaction sa {};
-    sa.sa_handler = on_terminate;
-    sigaction(SIGTERM, &sa, nullptr);  // no SA_RESTART: poll() returns at once
+    // SIGTERM (Windows: CTRL_BREAK/CTRL_C/CTRL_CLOSE); the wait for input returns at once.
+    platform::on_terminate_request(on_terminate);
 
     ServeLoop loop(scheduler, STDIN_FILENO, STDOUT_FILENO);
     loop.greet();

@@ -2,12 +2,15 @@
 
 #include <filesystem>
 
+#include "platform/process.h"
+
 namespace inkling::cli {
 
+// The sibling has this program's extension: none on Linux, ".exe" on Windows.
 std::string sibling_path(std::string_view name) {
-    std::error_code ec;
-    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    return ec ? std::string(name) : (self.parent_path() / name).string();
+    const auto self = platform::executable_path();
+    if (self.empty()) return std::string(name);
+    return (self.parent_path() / (std::string(name) + self.extension().string())).string();
 }
 
 }  // namespace inkling::cli

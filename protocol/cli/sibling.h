@@ -1,5 +1,6 @@
 // The path of another binary in the folder of the running one (build/inkling beside
-// build/inkling-gateway), read from /proc/self/exe; just `name` when that cannot be read,
+// build/inkling-gateway; inkling.exe beside coli.exe on Windows), read from /proc/self/exe
+// (GetModuleFileNameW); just `name` when that cannot be read,
 // so that PATH finds it.
 #pragma once
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <csignal>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@ struct Options {
     std::string scratch_dir = "/tmp";      // engine stderr logs
     bool verbose = false;
     int stress_frames = 2000;              // random valid/malformed frames; 0 = skip
+    int stop_signal = SIGTERM;             // the engine's stop request (SIGINT under Wine)
 };
 
 struct Tally {

@@ -1,6 +1,7 @@
 // protocol-conformance: checks that an engine binary speaks the wire of PROTOCOL.md.
 //
-//   protocol-conformance [--prompt TEXT] [--keys K=V,…] [--stress N] [--timeout-ms N] [-v] -- ENGINE ARGS…
+//   protocol-conformance [--prompt TEXT] [--keys K=V,…] [--stress N] [--timeout-ms N] [--stop-signal TERM|INT]
+//                        [-v] -- ENGINE ARGS…
 //
 // One line per check ("PASS name" / "FAIL name: why"), then "N passed, N failed".
 // Exit status 0 only when every check passed.
@@ -49,6 +50,13 @@ int main(int argc, char** argv) {
                 return 2;
             }
             options.stress_frames = static_cast<int>(*n);
+        } else if (a == "--stop-signal") {
+            const std::string sig = value("--stop-signal");
+            if (sig != "TERM" && sig != "INT") {
+                std::fprintf(stderr, "protocol-conformance: --stop-signal is TERM or INT, not '%s'\n", sig.c_str());
+                return 2;
+            }
+            options.stop_signal = sig == "INT" ? SIGINT : SIGTERM;
         } else if (a == "--scratch") {
             options.scratch_dir = value("--scratch");
         } else if (a == "-v" || a == "--verbose") {
@@ -62,7 +70,7 @@ int main(int argc, char** argv) {
     if (options.engine.empty()) {
         std::fprintf(stderr,
                      "usage: protocol-conformance [--prompt TEXT] [--keys K=V,...] "
-                     "[--timeout-ms N] [-v] -- ENGINE ARGS...\n");
+                     "[--timeout-ms N] [--stop-signal TERM|INT] [-v] -- ENGINE ARGS...\n");
         return 2;
     }
     conformance::Tally t = conformance::run_all_checks(options);

@@ -16,6 +16,7 @@
 #include <map>
 #include <string>
 
+#include "platform/stop_request.h"
 #include "protocol/binary_stdio.h"
 #include "protocol/fields.h"
 #include "protocol/frame_source.h"
@@ -27,7 +28,7 @@ namespace proto = inkling::protocol;
 namespace {
 
 volatile std::sig_atomic_t g_terminate = 0;
-void on_sigterm(int) { g_terminate = 1; }
+void on_terminate() { g_terminate = 1; }
 
 constexpr std::size_t kDmelBins = 80;
 
@@ -221,7 +222,7 @@ std::uint64_t number_arg(const char* flag, const char* value) {
 
 int main(int argc, char** argv) {
     proto::init_binary_stdio();
-    std::signal(SIGTERM, on_sigterm);
+    inkling::platform::on_terminate_request(on_terminate);  // SIGTERM; Windows: CTRL_BREAK/CTRL_C
     Config config;
     for (int i = 1; i < argc; ++i) {
         std::string_view a = argv[i];

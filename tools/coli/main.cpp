@@ -8,11 +8,7 @@
 // /health then /v1/models, 1.5 s each); without one they start a private engine on
 // --model and speak the wire protocol to it directly. The flags are declared in
 // tools/coli/options.cpp (docs/configuration.md).
-#include <signal.h>
-#include <unistd.h>
-
-#include <editline/readline.h>
-
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -28,8 +24,12 @@
 #include "protocol/binary_stdio.h"
 #include "protocol/cli/cxxopts_bind.h"
 #include "protocol/cli/sibling.h"
+#include "platform/child_process.h"
+#include "platform/process.h"
+#include "platform/stop_request.h"
 #include "protocol/limits.h"
 #include "tools/coli/attached.h"
+#include "tools/coli/line_input.h"
 #include "tools/coli/options.h"
 #include "tools/coli/private_engine.h"
 
@@ -40,7 +40,7 @@ using namespace coli;
 namespace {
 
 volatile sig_atomic_t g_interrupts = 0;  // Ctrl-C presses since the last prompt
-void on_sigint(int) { g_interrupts = g_interrupts + 1; }
+void on_interrupt() { g_interrupts = g_interrupts + 1; }
 
 // The committed demo model (models/inkling-demo, found through the source directory the
 // build recorded), used when no --model is given and no gateway answers; "" if absent.
@@ -153,18 +153,16 @@ int chat(Backend& b, const TurnSettings& ts, const Style& st, const std::string&
     };
     reset();
     std::vector<Clip> clips;
-    const bool tty_in = isatty(STDIN_FILENO);
-    if (tty_in) using_history();
+    const bool tty_in = inkling::platform::stdin_is_terminal();
+    if (tty_in) start_line_history();
     while (true) {
         std::string line;
         // A second Ctrl-C that came after the answer it stopped, before the prompt.
         if (g_interrupts > 1) break;
         if (tty_in) {
-            char* l = readline(clips.empty() ? "you> " : "you (+audio)> ");
+            auto l = read_terminal_line(clips.empty() ? "you> " : "you (+audio)> ");
             if (!l) break;  // Ctrl-D
-            line = l;
-            if (!line.empty()) add_history(l);
-            free(l);
+            line = std::move(*l);
         } else {
             if (!std::getline(std::cin, line)) break;
         }
@@ -241,10 +239,7 @@ int main(int argc, char** argv) {
                 gw.push_back("--model");
                 gw.push_back(default_model());
             }
-            std::vector<char*> cargv;
-            for (auto& s : gw) cargv.push_back(s.data());
-            cargv.push_back(nullptr);
-            execv(cargv[0], cargv.data());
+            inkling::platform::replace_process(gw);
             throw std::runtime_error("cannot start " + gw[0]);
         }
         if (cmd != "chat" && cmd != "run") throw std::runtime_error("unknown command '" + cmd + "' (chat, run, serve)");
@@ -260,10 +255,8 @@ int main(int argc, char** argv) {
             throw std::runtime_error("--max-tokens must lie in 1.." +
                                      std::to_string(inkling::protocol::kDefaultLimits.max_tokens) +
                                      " (the protocol's max_tokens range)");
-        struct sigaction sa {};
-        sa.sa_handler = on_sigint;
-        sigaction(SIGINT, &sa, nullptr);
-        const Style st{static_cast<bool>(isatty(STDOUT_FILENO))};
+        inkling::platform::on_interrupt(on_interrupt);
+        const Style st{inkling::platform::is_terminal(stdout)};
         std::string how;
         auto backend = connect(args, how);
         if (cmd == "run") {

@@ -1,14 +1,12 @@
 #include "tools/coli/private_engine.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
 #include "gateway/output_splitter.h"
+#include "platform/process.h"
 #include "protocol/frame_encode.h"
 
 namespace coli {
@@ -19,12 +17,12 @@ using Clock = std::chrono::steady_clock;
 
 PrivateEngine::PrivateEngine(const std::string& engine_binary, const std::string& model_dir, int ctx)
     : model_dir_(model_dir) {
-    // The engine's log: a fresh file (mkstemps: O_EXCL, 0600), removed when coli ends
-    // unless an error message named it.
+    // The engine's log: a fresh file (O_EXCL, 0600), removed when coli ends unless an error
+    // message named it.
     stderr_path_ = (std::filesystem::temp_directory_path() / "coli-engine-XXXXXX.log").string();
-    const int log_fd = ::mkstemps(stderr_path_.data(), 4);
-    if (log_fd < 0) throw std::runtime_error("cannot create a log file in " + std::filesystem::temp_directory_path().string());
-    ::close(log_fd);
+    const auto log = inkling::platform::create_private_file(stderr_path_, 4);
+    if (log == inkling::platform::kNoFile || !inkling::platform::close_file(log))
+        throw std::runtime_error("cannot create a log file in " + std::filesystem::temp_directory_path().string());
     engine_ = std::make_unique<proto::EngineProcess>(
         std::vector<std::string>{engine_binary, "serve", "--model", model_dir, "--slots", "1", "--ctx", std::to_string(ctx)},
         stderr_path_);
@@ -34,7 +32,8 @@ PrivateEngine::PrivateEngine(const std::string& engine_binary, const std::string
         !std::holds_alternative<proto::Ready>(std::get<proto::Frame>(*first))) {
         const std::string why = engine_failure("the engine did not start");
         engine_.reset();
-        if (!keep_log_) ::unlink(stderr_path_.c_str());  // no destructor after a throwing constructor
+        std::error_code ec;  // no destructor after a throwing constructor
+        if (!keep_log_) std::filesystem::remove(stderr_path_, ec);
         throw std::runtime_error(why);
     }
     auto info = engine_->next(2s);
@@ -44,19 +43,15 @@ PrivateEngine::PrivateEngine(const std::string& engine_binary, const std::string
 
 PrivateEngine::~PrivateEngine() {
     engine_.reset();  // the engine ends first: it writes the log until then
-    if (!keep_log_) ::unlink(stderr_path_.c_str());
+    std::error_code ec;
+    if (!keep_log_) std::filesystem::remove(stderr_path_, ec);
 }
 
 std::string PrivateEngine::engine_failure(const std::string& what) {
     std::string msg = what;
     auto status = engine_->wait_exit(std::chrono::milliseconds(500));
     if (status) {
-        if (WIFSIGNALED(*status)) {
-            msg += ": the engine was killed by signal " + std::to_string(WTERMSIG(*status));
-            if (WTERMSIG(*status) == SIGKILL) msg += " (out of memory? see dmesg)";
-        } else {
-            msg += ": the engine exited with status " + std::to_string(WEXITSTATUS(*status));
-        }
+        msg += ": the engine " + status->describe();
     } else {
         msg += ": the engine stopped answering";
     }

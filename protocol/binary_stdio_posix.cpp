@@ -2,22 +2,13 @@
 
 #include <cstdio>
 
-#ifdef _WIN32
-#include <fcntl.h>
-#include <io.h>
-#else
-#include <csignal>
-#endif
+#include "platform/process.h"
 
 namespace inkling::protocol {
 
+// POSIX stdio has no text mode: only the buffering and SIGPIPE to see to.
 void init_binary_stdio() {
-#ifdef _WIN32
-    _setmode(_fileno(stdin), _O_BINARY);
-    _setmode(_fileno(stdout), _O_BINARY);
-#else
-    std::signal(SIGPIPE, SIG_IGN);
-#endif
+    platform::ignore_broken_pipe_signal();
     std::setvbuf(stdin, nullptr, _IONBF, 0);
     std::setvbuf(stdout, nullptr, _IONBF, 0);
 }

@@ -1,0 +1,25 @@
+// Windows only: the text of a GetLastError() code, kept per thread for last_error().
+#pragma once
+
+#include <windows.h>
+
+#include <string>
+
+namespace inkling::platform {
+
+inline std::string error_text(DWORD code) {
+    char* text = nullptr;
+    const DWORD n = FormatMessageA(FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM |
+                                       FORMAT_MESSAGE_IGNORE_INSERTS,
+                                   nullptr, code, 0, reinterpret_cast<char*>(&text), 0, nullptr);
+    std::string s = n && text ? std::string(text, n) : "Windows error " + std::to_string(code);
+    if (text) LocalFree(text);
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '.')) s.pop_back();
+    return s;
+}
+
+inline thread_local std::string g_last_error;
+inline void remember_error(DWORD code) { g_last_error = error_text(code); }
+inline std::string remembered_error() { return g_last_error; }
+
+}  // namespace inkling::platform
