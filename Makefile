@@ -1,15 +1,16 @@
 # The single entry point. On a fresh Debian 12 machine:
 #   make run    build, then start what the project serves
 #   make test   build everything, run every test; ends with "N passed, N failed, N skipped"
-# Other targets: deps, build, eval, bench, asan, fuzz, oracle, options-doc, clean. Builds go out of tree into build/.
+# Other targets: deps, build, windows, eval, bench, asan, fuzz, oracle, options-doc, clean. Builds go out of tree into build/.
 
 BUILD       ?= build
 ASAN_BUILD  ?= build-asan
 FUZZ_BUILD  ?= build-fuzz
+WINDOWS_BUILD ?= build-windows
 FUZZ_SECONDS ?= 20
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps build test run eval bench asan fuzz oracle options-doc clean
+.PHONY: all deps build windows test run eval bench asan fuzz oracle options-doc clean
 
 all: build
 
@@ -22,8 +23,12 @@ $(BUILD)/build.ninja: | deps
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD)
 
-test: build
-	@tests/run_all.sh $(BUILD)
+# The Windows binaries, cross-built with mingw-w64 (docs/building.md); make test runs them under Wine.
+windows: deps
+	@tools/windows/build.sh $(WINDOWS_BUILD)
+
+test: build windows
+	@WINDOWS_BUILD=$(abspath $(WINDOWS_BUILD)) tests/run_all.sh $(BUILD)
 
 run: build
 	@tools/run_demo.sh $(BUILD)
@@ -59,4 +64,4 @@ options-doc: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) --target configuration-doc
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(WINDOWS_BUILD)

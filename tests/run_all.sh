@@ -180,4 +180,6 @@ run_suite conformance-echo "$build/protocol-conformance" --scratch "$log_dir" --
 run_suite conformance-echo-1slot "$build/protocol-conformance" --scratch "$log_dir" -- "$build/echo-engine" --slots 1
 
 echo "$passed passed, $failed failed, $skipped skipped"
+# The Windows build under Wine: conformance through real pipes, the negative control, oracles, coli.exe.
+source "$root/tests/windows/suites.sh"
 [[ $failed -eq 0 ]]
