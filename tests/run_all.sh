@@ -166,6 +166,8 @@ run_suite expert-cache-e2e /usr/bin/python3 "$root/tests/experts/expert_cache_e2
 run_suite gateway-e2e python3 "$root/tests/gateway/gateway_e2e.py" "$build"
 run_suite gateway-hostile python3 "$root/tests/gateway/gateway_hostile.py" "$build"
 run_suite gateway-supervisor python3 "$root/tests/gateway/supervisor_e2e.py" "$build"
+# Seven streaming clients while the engine is kill -9'd every ~7 s, ten times (#20).
+run_suite gateway-load-faults python3 "$root/tests/gateway/load_faults_e2e.py" "$build"
 # Draining after a device loss: under continuous load, and past --engine-drain-deadline.
 run_suite gateway-drain python3 "$root/tests/gateway/drain_e2e.py" "$build"
 # docs/gateway.md's promises no other suite pinned: against the scripted engine, then real models.
