@@ -346,7 +346,7 @@ std::string EngineLife::submit(protocol::Submit request, std::shared_ptr<Request
     request.id = "g" + std::to_string(next_id_++);
     if (!admitting() || !engine_) {
         // Only a caller that did not wait for admitting() gets here: an explicit end, never a hang.
-        sink->push(EngineDied{false, std::string("the engine is ") + state_name(state_)});
+        sink->push(EngineDied{false, std::string("the engine is ") + state_name(state_), false});
         return request.id;
     }
     sinks_[request.id] = std::move(sink);

@@ -52,6 +52,9 @@ class Metrics;
 struct EngineDied {
     bool accepted = false;
     std::string reason;
+    // The engine had the request when it ended (false: it was never sent, the engine was
+    // not admitting). A request every engine dies with is a poison request.
+    bool had_it = true;
 };
 
 using EngineEvent = std::variant<protocol::Accept, protocol::Data, protocol::Done, protocol::Error, EngineDied>;

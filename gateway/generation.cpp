@@ -107,6 +107,7 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
     // ---- submit, retrying while the engine dies before ACCEPT -------------------------
     std::shared_ptr<RequestStream> stream;
     protocol::Accept accept;
+    int deaths_with_it = 0;  // engines that ended while they had this request
     for (int attempt = 0; !failure && !stream; ++attempt) {
         if (!co_await engine_.wait_ready(Clock::now() + o_.engine_wait)) {
             failure = ApiError(503, "server_error", "the engine is not available (" +
@@ -158,7 +159,18 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
                 break;
             }
             if (auto* died = std::get_if<EngineDied>(&*ev)) {
-                if (attempt + 1 >= o_.retries) {
+                deaths_with_it += died->had_it;
+                if (attempt + 1 >= o_.retries && deaths_with_it == attempt + 1) {
+                    // A poison request: every engine that took it died. It fails alone, and
+                    // not as "retry later" (the engine is fine; see EngineLife's header).
+                    std::fprintf(stderr, "[gateway] %s: the engine died each of the %d times it had this request: "
+                                 "failing it\n", id.c_str(), deaths_with_it);
+                    failure = ApiError(500, "server_error",
+                                       "the engine died each of the " + std::to_string(deaths_with_it) +
+                                           " times it was given this request, so it is not retried (the last: " +
+                                           died->reason + ")",
+                                       "", "engine_crashed");
+                } else if (attempt + 1 >= o_.retries) {
                     failure = ApiError(503, "server_error", "the engine died before accepting the request (" + died->reason + ")",
                                        "", "engine_unavailable", 2);
                 } else {

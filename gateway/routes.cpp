@@ -133,6 +133,11 @@ awaitable<bool> Server::route(Connection& c, Request& req) {
         if (route->needs_key && !authorized(req))
             throw ApiError(401, "authentication_error", "Incorrect API key provided", "", "invalid_api_key");
         if (!route->allows(method)) throw ApiError(405, "invalid_request_error", route->method_hint);
+        // Shutting down: a connection opened before the signal may not start new work (it
+        // would stretch the drain); 503 and the connection closes.
+        if (!accepting_ && route->dialect)
+            throw ApiError(503, "server_error", "the gateway is shutting down; retry elsewhere or later", "",
+                           "draining", 1);
         co_return co_await (this->*route->handler)(call);
     } catch (const ApiError& e) {
         failure = e;  // (a coroutine cannot co_await inside a handler)

@@ -255,9 +255,15 @@ bool Server::host_allowed(const Request& req) const {
     // Strip the port (and IPv6 brackets).
     if (host.front() == '[') host = host.substr(1, host.find(']') - 1);
     else if (auto colon = host.rfind(':'); colon != std::string::npos) host = host.substr(0, colon);
-    if (host == "localhost" || host == "127.0.0.1" || host == "::1" || host == o_.host) return true;
+    // Host names are case-insensitive (RFC 9110 §4.2.3): LOCALHOST is localhost.
+    auto lower = [](std::string t) {
+        for (auto& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        return t;
+    };
+    host = lower(std::move(host));
+    if (host == "localhost" || host == "127.0.0.1" || host == "::1" || host == lower(o_.host)) return true;
     for (const auto& h : o_.allowed_hosts)
-        if (h == "*" || h == host) return true;
+        if (h == "*" || lower(h) == host) return true;
     return false;
 }
 

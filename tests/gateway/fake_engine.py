@@ -35,6 +35,8 @@ STATS → a STATS frame.
                           never send READY: wait until killed (a load that hangs)
   --fake-linger           at EOF on stdin, stay alive until killed (as an engine finishing
                           a long request would)
+  --fake-die-on TEXT      a SUBMIT whose prompt contains TEXT kills the engine (SIGSEGV) before
+                          its ACCEPT: a poison request
 
 The info STATS carries "fds": the descriptors it inherited, each with what it points at.
 """
@@ -187,6 +189,8 @@ def main():
             body = inp.read(nbytes + xbytes + 1)
             if arg("--fake-record") is not None:
                 record(arg("--fake-record"), f, body[:nbytes], body[nbytes:nbytes + xbytes])
+            if arg("--fake-die-on") is not None and arg("--fake-die-on").encode() in body[:nbytes]:
+                os.kill(os.getpid(), signal.SIGSEGV)
             if "--fake-silent" in sys.argv:
                 continue
             if arg("--fake-refuse"):

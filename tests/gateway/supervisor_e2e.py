@@ -6,6 +6,7 @@ inherits. Fast: no model is loaded.
 
 Prints PASS/FAIL lines; exit status 1 if any check failed. Standard library only.
 """
+import http.client
 import json
 import os
 import signal
@@ -252,6 +253,58 @@ def never_gives_up():
             count = restarts(g)
         report("engines that die after READY are restarted at once, and never marked failed",
                count >= 8 and not any(b'"failed"' in b for b in seen), (count, [b for b in seen if b'"failed"' in b][:2]))
+    finally:
+        g.stop()
+
+
+def poison_request():
+    """A request that kills every engine it reaches fails itself after its retries (500
+    engine_crashed, no Retry-After: retrying would kill the next engine too); the engine is
+    never marked failed and everyone else is served."""
+    g = start("--fake-die-on", "POISON")
+    try:
+        st, body, headers = request(g, "POST", "/v1/chat/completions", chat_body("POISON please"), timeout=60)
+        err = json.loads(body).get("error", {}) if st != "timeout" else {}
+        report("a poison request: 500 engine_crashed after its three tries, no Retry-After",
+               st == 500 and err.get("code") == "engine_crashed" and "3 times" in err.get("message", "")
+               and "Retry-After" not in headers, (st, body[:300], headers))
+        log = g.log_tail(20000)
+        health = health_until(g, lambda s, b: s == 200, seconds=30)[-1]
+        report("... the engine was restarted three times and never marked failed",
+               restarts(g) == 3 and "-> failed" not in log and health[0] == 200, (restarts(g), health, log[-800:]))
+        st, body, _ = request(g, "POST", "/v1/chat/completions", CHAT, timeout=20)
+        report("... and the next request is served", st == 200 and b'"content":"ok"' in body, (st, body[:200]))
+    finally:
+        g.stop()
+
+
+def hosts_and_shutdown():
+    """Host names are case-insensitive; while the gateway drains (SIGTERM) a keep-alive
+    connection opened before the signal cannot start new work (503 draining, closed)."""
+    g = start("--fake-hold", extra=["--allowed-host", "Inkling.lan"])
+    try:
+        answers = [request(g, "GET", "/v1/models", headers={"Host": h}, timeout=10)[0]
+                   for h in (f"LOCALHOST:{g.port}", f"inkling.lan:{g.port}", "INKLING.LAN", "evil.example")]
+        report("Host names match whatever their case (LOCALHOST, inkling.lan for --allowed-host Inkling.lan); "
+               "a foreign one is still 403", answers == [200, 200, 200, 403], answers)
+        keep = http.client.HTTPConnection("127.0.0.1", g.port, timeout=20)
+        keep.request("GET", "/v1/models")
+        first = keep.getresponse()
+        first.read()
+        held = held_stream(g)
+        pid = json.loads(request(g, "GET", "/v1/stats", timeout=10)[1])["engine"]["pid"]
+        g.proc.send_signal(signal.SIGTERM)
+        health_until(g, lambda st, b: b"draining" in b, seconds=20)
+        keep.request("POST", "/v1/chat/completions", body=json.dumps(CHAT), headers={"Content-Type": "application/json"})
+        r = keep.getresponse()
+        body = r.read()
+        err = json.loads(body).get("error", {}) if body.startswith(b"{") else {}
+        report("while draining, a keep-alive connection's new request gets 503 draining and the connection closes",
+               first.status == 200 and r.status == 503 and err.get("code") == "draining"
+               and (r.getheader("Connection") or "").lower() == "close", (r.status, body[:200], r.getheaders()))
+        rest = read_releasing(held, pid)
+        report("... while the stream in flight still finishes", b"[DONE]" in rest, rest[-300:])
+        g.proc.wait(30)
     finally:
         g.stop()
 
@@ -567,6 +620,8 @@ def main():
     hangup_after_stray_bytes()
     stalled_reader()
     frozen_engine()
+    poison_request()
+    hosts_and_shutdown()
     never_gives_up()
     proxies_and_caps()
     affinity_memory()
