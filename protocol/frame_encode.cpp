@@ -93,6 +93,7 @@ std::string encode(const Frame& frame) {
             if constexpr (std::is_same_v<T, Submit>) {
                 out += f.prompt;
                 out += f.extension;
+                out += f.grammar;
                 out += '\n';
             } else if constexpr (requires { f.bytes; }) {
                 out += f.bytes;

@@ -186,9 +186,11 @@ void FrameReader::on_payload_complete() {
     std::string payload = std::move(payload_);
     payload_.clear();
     if (auto* submit = std::get_if<Submit>(&frame)) {
-        std::size_t prompt_size = payload.size() - submit->extension.size();
-        // extension.size() was used to carry the declared extension length.
-        submit->extension = payload.substr(prompt_size);
+        // extension.size() and grammar.size() carried the declared lengths.
+        const std::size_t grammar_at = payload.size() - submit->grammar.size();
+        const std::size_t prompt_size = grammar_at - submit->extension.size();
+        submit->grammar = payload.substr(grammar_at);
+        submit->extension = payload.substr(prompt_size, grammar_at - prompt_size);
         payload.resize(prompt_size);
         if (auto nul = payload.find('\0'); nul != std::string::npos) {
             problem(submit->id, ErrorCode::BadRequest,
@@ -229,8 +231,9 @@ void FrameReader::on_engine_command(std::string_view line) {
         std::uint64_t total = *h.prompt_bytes + h.extension_bytes;
         if (total < *h.prompt_bytes) total = UINT64_MAX;
         if (h.request) {
-            // Carry the extension length in the frame until the payload arrives.
-            h.request->extension.assign(static_cast<std::size_t>(h.extension_bytes), '\0');
+            // Carry the audio and grammar lengths in the frame until the payload arrives.
+            h.request->extension.assign(static_cast<std::size_t>(h.extension_bytes - h.grammar_bytes), '\0');
+            h.request->grammar.assign(static_cast<std::size_t>(h.grammar_bytes), '\0');
             pending_frame_ = std::move(*h.request);
             expect_payload(total, true);
         } else {

@@ -42,7 +42,8 @@ struct Submit {
     double temperature = 0.0;
     double top_p = 1.0;
     std::string prompt;     // exactly the prompt bytes (UTF-8 text, or ids with ids=1)
-    std::string extension;  // exactly the extension bytes (DMel audio, u8 [frames][80])
+    std::string extension;  // the extension's DMel audio bytes (u8 [frames][80])
+    std::string grammar;    // grammar=N: the extension's last N bytes, a constraint (§12.3)
     SubmitOptions options;
     bool operator==(const Submit&) const = default;
 };

@@ -12,7 +12,8 @@ struct Limits {
     std::size_t max_header_bytes = 4096;
     // SUBMIT payloads.
     std::uint64_t max_prompt_bytes = 16u << 20;     // 16 MiB
-    std::uint64_t max_extension_bytes = 64u << 20;  // 64 MiB (DMel audio)
+    std::uint64_t max_extension_bytes = 64u << 20;  // 64 MiB (DMel audio and grammar)
+    std::uint64_t max_grammar_bytes = 1u << 20;     // 1 MiB: a constraint (grammar=N)
     // Engine → client payloads.
     std::uint64_t max_data_bytes = 65536;         // one DATA / ECHO token text
     std::uint64_t max_json_bytes = 4u << 20;      // STATS / EVENT payloads

@@ -15,7 +15,7 @@ bool is_extension_key(std::string_view token) {
 
 // One key=value token into `options`; returns an empty string or the reason it is bad.
 std::string apply_key(std::string_view token, const Limits& limits, SubmitOptions& options,
-                      std::set<std::string, std::less<>>& seen) {
+                      std::uint64_t& grammar_bytes, std::set<std::string, std::less<>>& seen) {
     auto eq = token.find('=');
     std::string_view key = token.substr(0, eq);
     std::string_view value = token.substr(eq + 1);
@@ -58,6 +58,11 @@ std::string apply_key(std::string_view token, const Limits& limits, SubmitOption
         return flag(options.pin);
     } else if (key == "reset") {
         return flag(options.reset);
+    } else if (key == "grammar") {
+        auto v = parse_u64(value);
+        if (!v || *v > limits.max_grammar_bytes)
+            return bad_value("a byte count in 0.." + std::to_string(limits.max_grammar_bytes));
+        grammar_bytes = *v;
     } else {
         return "unknown key '" + printable(key) + "'";
     }
@@ -127,9 +132,12 @@ SubmitHeader parse_submit_header(const std::vector<std::string_view>& fields,
         if (!is_extension_key(fields[i]))
             return fail("unexpected field '" + printable(fields[i]) +
                         "' (extensions are key=value)");
-        if (auto why = apply_key(fields[i], limits, submit.options, seen); !why.empty())
+        if (auto why = apply_key(fields[i], limits, submit.options, out.grammar_bytes, seen); !why.empty())
             return fail(why);
     }
+    if (out.grammar_bytes > *xbytes)
+        return fail("key grammar: " + std::to_string(out.grammar_bytes) + " bytes, more than the extension's " +
+                    std::to_string(*xbytes));
     if (submit.max_tokens == 0 && submit.options.logprobs == 0)
         return fail("max_tokens 0 is only allowed with logprobs=K (score the prompt)");
     out.request = std::move(submit);
@@ -142,7 +150,8 @@ std::string format_submit_header(const Submit& s) {
                        " " + format_double(s.temperature) + " " + format_double(s.top_p);
     const SubmitOptions& o = s.options;
     // Field 7 is written whenever keys follow, as colibri-era engines require.
-    if (!s.extension.empty() || !o.is_default()) line += " " + std::to_string(s.extension.size());
+    if (!s.extension.empty() || !s.grammar.empty() || !o.is_default())
+        line += " " + std::to_string(s.extension.size() + s.grammar.size());
     if (o.seed) line += " seed=" + std::to_string(*o.seed);
     if (o.top_k != 0) line += " top_k=" + std::to_string(o.top_k);
     if (o.repetition_penalty != 1.0)
@@ -151,6 +160,7 @@ std::string format_submit_header(const Submit& s) {
     if (o.logprobs != 0) line += " logprobs=" + std::to_string(o.logprobs);
     if (o.pin) line += " pin=1";
     if (o.reset) line += " reset=1";
+    if (!s.grammar.empty()) line += " grammar=" + std::to_string(s.grammar.size());
     return line;
 }
 

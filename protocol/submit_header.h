@@ -1,5 +1,7 @@
 // The SUBMIT header:
 //   SUBMIT <id> <slot> <bytes> <max_tokens> <temperature> <top_p>[ <xbytes>][ key=value…]
+// The payload is the prompt, then xbytes extension bytes: DMel audio, then the grammar
+// (its length the grammar=N key).
 // Parsed in two steps so that a reader can always skip a rejected frame's payload: the
 // two lengths come out whenever they are numbers, even when another field is wrong.
 #pragma once
@@ -22,6 +24,9 @@ struct SubmitHeader {
     // discards that many bytes to stay in step).
     std::optional<std::uint64_t> prompt_bytes;
     std::uint64_t extension_bytes = 0;
+    // grammar=N: the last N of the extension bytes are the constraint (≤ extension_bytes
+    // whenever `request` is set).
+    std::uint64_t grammar_bytes = 0;
     // Set when every field is valid: the request, payloads still empty.
     std::optional<Submit> request;
     // Otherwise: why not, naming the field.

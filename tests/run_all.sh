@@ -144,6 +144,8 @@ if timed 900 "$log_dir/demo-model-ensure.log" "$root/tools/make-tiny/ensure_demo
     run_suite engine-serve-e2e python3 "$root/tests/serve/serve_e2e.py" "$build"
     # info, run --prompt/--chat/--effort/--audio, --isa, serve --prefill-chunk against oracles.
     run_suite engine-cli-e2e /usr/bin/python3 "$root/tests/engine/engine_cli_e2e.py" "$build"
+    # grammar=N: schema outputs on 50 seeds validate, a forced tool call, refusals (PROTOCOL.md §12.3).
+    run_suite constrained-e2e /usr/bin/python3 "$root/tests/grammar/constrained_e2e.py" "$build"
 else
     echo "FAIL demo-model: tools/make-tiny/ensure_demo.sh failed; see $log_dir/demo-model-ensure.log"
     failed=$((failed + 1))

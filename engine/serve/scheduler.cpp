@@ -10,6 +10,8 @@
 #include <thread>
 
 #include "engine/cpu/kernels.h"
+#include "engine/grammar/error.h"
+#include "engine/grammar/session.h"
 #include "engine/serve/residency.h"
 #include "engine/vulkan/chain_stats.h"
 #include "protocol/fields.h"
@@ -83,6 +85,7 @@ struct Scheduler::Active {
     std::uint64_t last_prefill_round = 0;
     std::uint64_t cache_hits0 = 0, cache_misses0 = 0;  // the expert cache's counters at ACCEPT
     sampling::Sampler sampler;
+    std::unique_ptr<grammar::Session> constraint;  // grammar=N: masks every sampled token
     Clock::time_point accepted_at, first_token_at, prefill_done_at;
 
     Active(const protocol::Submit& r, const sampling::Params& p) : request(r), sampler(p) {}
@@ -191,6 +194,18 @@ void Scheduler::admit(const protocol::Submit& r, FrameSink& out, bool& admitted)
                              "DMel byte " + std::to_string(static_cast<unsigned char>(r.extension[i])) + " at offset " +
                                  std::to_string(i) + " is not a level (0.." + std::to_string(c.mel_vocab - 1) + ")");
     }
+    // grammar=N (PROTOCOL.md §12.3): compiled (or found compiled) before ACCEPT, so a
+    // schema the compiler refuses is a BAD_REQUEST naming the construct.
+    std::shared_ptr<grammar::Compiled> constraint;
+    if (!r.grammar.empty()) {
+        if (!tokenizer_)
+            return error(ErrorCode::NotSupported, "grammar: constrained decoding needs the model's tokenizer.json");
+        try {
+            constraint = grammars().get(r.grammar);
+        } catch (const grammar::Error& e) {
+            return error(ErrorCode::BadRequest, e.what());
+        }
+    }
     const std::int64_t P = static_cast<std::int64_t>(prompt.size());
     if (P >= options_.context)
         return error(ErrorCode::ContextExceeded,
@@ -211,6 +226,7 @@ void Scheduler::admit(const protocol::Submit& r, FrameSink& out, bool& admitted)
     a->cursor = {std::span(reinterpret_cast<const std::uint8_t*>(a->audio.data()), a->audio.size()), 0};
     a->budget = std::min<std::int64_t>(static_cast<std::int64_t>(r.max_tokens), options_.context - P);
     a->history = a->prompt;
+    if (constraint) a->constraint = std::make_unique<grammar::Session>(std::move(constraint));
     a->accepted_at = Clock::now();
     if (const auto* cache = forward_.expert_cache()) {
         const auto k = cache->counters();
@@ -281,7 +297,9 @@ protocol::TokenLogprobs Scheduler::logprobs_of(const float* logits, std::int32_t
 // A row of logits for `a`'s next token: sample, emit, and finish when it is time.
 void Scheduler::on_logits(Active& a, const float* logits, FrameSink& out) {
     const std::int64_t U = model_.config.unpadded_vocab;
-    const std::int32_t t = a.sampler.next(std::span(logits, static_cast<std::size_t>(U)), a.history);
+    const std::span<const float> row(logits, static_cast<std::size_t>(U));
+    const std::int32_t t = a.constraint ? a.constraint->next(a.sampler, row, a.history, a.request.temperature <= 0)
+                                        : a.sampler.next(row, a.history);
     if (a.emitted == 0) a.first_token_at = Clock::now();
     if (t == model_.config.eos) return finish(a, false, out);
     protocol::Data d{a.request.id, token_text(t), std::nullopt};
@@ -486,6 +504,13 @@ nlohmann::json Scheduler::phases_ms() const {
     return {{"embed", p.embed * 1e3},   {"attention", p.attention * 1e3}, {"router", p.router * 1e3},
             {"experts", p.experts * 1e3}, {"expert_io", p.expert_io * 1e3}, {"dense_mlp", p.dense * 1e3},
             {"convs_norms", p.convs_norms * 1e3}, {"lm_head", p.head * 1e3}};
+}
+
+grammar::Library& Scheduler::grammars() {
+    if (!grammars_)
+        grammars_ = std::make_unique<grammar::Library>(*tokenizer_, static_cast<std::size_t>(model_.config.unpadded_vocab),
+                                                       model_.config.eos);
+    return *grammars_;
 }
 
 nlohmann::json Scheduler::expert_cache_stats() const {

@@ -234,6 +234,8 @@ void session_checks(Harness& h) {
     h.malformed("trailing garbage field", header("tg-1 0 5 4 0 1 0 junk") + p + "\n", "tg-1", ErrorCode::BadRequest);
     h.malformed("unknown key", header("uk-1 0 5 4 0 1 0 frob=1") + p + "\n", "uk-1", ErrorCode::BadRequest);
     h.malformed("duplicate key", header("dk-1 0 5 4 0 1 0 seed=1 seed=2") + p + "\n", "dk-1", ErrorCode::BadRequest);
+    h.malformed("grammar longer than the extension", header("gx-1 0 5 4 0 1 2 grammar=3") + p + "{}\n", "gx-1",
+                ErrorCode::BadRequest);
     h.malformed("NUL byte in prompt", header("nul-1 0 5 4 0 1") + std::string("he\0lo", 5) + "\n", "nul-1",
                 ErrorCode::BadRequest);
     h.malformed("non-numeric extension length", header("xb-1 0 5 4 0 1 lots") + p + "\n", "xb-1",

@@ -43,7 +43,13 @@ std::vector<Frame> engine_input_frames() {
     keyed.id = "k1";
     keyed.options = {123456789012345ull, 40, 1.1, true, 5, true, true};
     keyed.prompt = "1 2 3";
-    return {plain, audio, keyed, Stop{"req-7"}, Cancel{"a1"}, StatsRequest{}};
+    Submit constrained = sample_submit();
+    constrained.id = "g1";
+    constrained.grammar = R"({"type":"json_object"})";
+    Submit audio_and_grammar = audio;
+    audio_and_grammar.id = "ag";
+    audio_and_grammar.grammar = "{\"type\":\"text\",\"text\":\"\n\"}";
+    return {plain, audio, keyed, constrained, audio_and_grammar, Stop{"req-7"}, Cancel{"a1"}, StatsRequest{}};
 }
 
 std::vector<Frame> engine_output_frames() {
@@ -94,6 +100,31 @@ TEST_CASE("SUBMIT keys force field 7 and come in a fixed order") {
     s.options.ids = true;
     s.options.seed = 5;
     CHECK(encode(s) == "SUBMIT req-7 2 1 64 0.7 0.95 0 seed=5 ids=1\np\n");
+}
+
+TEST_CASE("a grammar rides at the end of the extension, counted by grammar=N (§12.3)") {
+    Submit s = sample_submit();
+    s.prompt = "p";
+    s.extension.assign(80, '\3');
+    s.grammar = "{}";
+    CHECK(encode(s) == "SUBMIT req-7 2 1 64 0.7 0.95 82 grammar=2\np" + s.extension + "{}\n");
+    Submit g = sample_submit();
+    g.prompt = "p";
+    g.grammar = "{}";
+    g.options.seed = 1;
+    CHECK(encode(g) == "SUBMIT req-7 2 1 64 0.7 0.95 2 seed=1 grammar=2\np{}\n");
+    auto items = read_all(Direction::ToEngine, encode(s), 5);
+    REQUIRE(items.size() == 1);
+    const auto& back = std::get<Submit>(std::get<Frame>(items[0]));
+    CHECK(back.extension == s.extension);  // the DMel bytes alone
+    CHECK(back.grammar == "{}");
+    CHECK(back.prompt == "p");
+    // More grammar than extension: refused, and the payload still skipped.
+    auto bad = read_all(Direction::ToEngine, "SUBMIT a 0 1 4 0 1 2 grammar=3\npxy\nSTOP a\n", 0);
+    REQUIRE(bad.size() == 2);
+    REQUIRE(std::holds_alternative<Problem>(bad[0]));
+    CHECK(std::get<Problem>(bad[0]).detail.find("grammar") != std::string::npos);
+    CHECK(std::holds_alternative<Frame>(bad[1]));
 }
 
 TEST_CASE("every frame kind round-trips through the reader at every split point") {

@@ -103,6 +103,12 @@ TEST_CASE("keys: logprobs <= 32, top_k <= 2^20, repetition_penalty in (0, 10], f
     CHECK(!accepts("SUBMIT a 0 1 1 0 1 0 =1"));
     CHECK(!accepts("SUBMIT a 0 1 1 0 1 0 seed=1 seed=1"));
     CHECK(!accepts("SUBMIT a 0 1 1 0 1 0 color=red"));
+    // grammar: at most 1 MiB, and no more than the extension holds.
+    CHECK(accepts("SUBMIT a 0 1 1 0 1 1048576 grammar=1048576"));
+    CHECK(!accepts("SUBMIT a 0 1 1 0 1 1048577 grammar=1048577"));
+    CHECK(accepts("SUBMIT a 0 1 1 0 1 5 grammar=5"));
+    CHECK(!accepts("SUBMIT a 0 1 1 0 1 5 grammar=6"));
+    CHECK(!accepts("SUBMIT a 0 1 1 0 1 grammar=1"));
     CHECK(!accepts("SUBMIT a 0 1 1 0 1 0 seed=1 stray"));
 }
 
