@@ -22,7 +22,6 @@ public:
     Out flush();
 
 private:
-    std::string take_utf8(bool final);
     bool reasoning_;
     std::string pending_;
 };
