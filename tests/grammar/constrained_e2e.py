@@ -9,6 +9,8 @@ Inkling's 200k o200k vocabulary). A SUBMIT with grammar=N (PROTOCOL.md §12.3):
 - the same at temperature 0 and with top_p/top_k;
 - a grammar forcing an Inkling tool call (name, <|content_invoke_tool_json|>, the
   {"name","args"} envelope, <|end_message|>): the call is there and its args validate;
+- audio and a grammar in one extension (DMel bytes first, the grammar last) on the model with an
+  audio tower: the audio is taken and the output follows the grammar;
 - a schema the compiler refuses: ERROR BAD_REQUEST naming the construct, and the engine
   serves on; grammar=N past the extension: BAD_REQUEST.
 PASS/FAIL lines; exit 0 when all pass.
@@ -62,10 +64,11 @@ TOOL_PROMPT = ("<|message_system|><|content_text|>Thinking effort level: 0<|end_
 validator = jsonschema.Draft202012Validator(SCHEMA, format_checker=jsonschema.FormatChecker())
 
 
-def run(eng, rid, prompt, grammar, max_tokens, temperature, top_p=1, **keys):
-    """(text, end frame) of one constrained request."""
+def run(eng, rid, prompt, grammar, max_tokens, temperature, top_p=1, audio=b"", **keys):
+    """(text, end frame) of one constrained request; `audio`: DMel bytes before the grammar."""
     g = json.dumps(grammar).encode() if not isinstance(grammar, bytes) else grammar
-    eng.send(wire.submit(rid, 0, prompt, max_tokens, temperature=temperature, top_p=top_p, ext=g, grammar=len(g), **keys))
+    eng.send(wire.submit(rid, 0, prompt, max_tokens, temperature=temperature, top_p=top_p, ext=audio + g, grammar=len(g),
+                         **keys))
     text = b""
     while True:
         f = eng.frame()
@@ -145,6 +148,17 @@ for label, model, seeds in (("inkling-demo", os.path.join(ROOT, "models", "inkli
     schema_runs(eng, f"{label} greedy", 1, 0)
     schema_runs(eng, f"{label} temperature 0.8 top_p 0.9 top_k 40", 5, 0.8, top_p=0.9, top_k=40)
     tool_runs(eng, label, 10)
+    if label.startswith("o200k"):
+        with open(os.path.join(model, "sample.dmel"), "rb") as f:
+            dmel = f.read()
+        frames = len(dmel) // 80
+        prompt = ("<|message_user|><|content_audio_input|>" + "<|audio|>" * frames + "<|audio_end|><|end_message|>"
+                  "<|message_model|><|content_text|>")
+        node = {"type": "json_schema", "schema": {"enum": ["speech", "music", "silence"]}}
+        text, end = run(eng, "audio", prompt, node, 20, 1.0, audio=dmel, seed=1)
+        checks.report(f"{label}: {frames} DMel frames then a grammar in one extension: the output follows the grammar",
+                      end.kind == "DONE" and end.fields[7] == str(frames + 6) and text in ('"speech"', '"music"', '"silence"'),
+                      (text, end.fields))
     refusals(eng, label)
     eng.close()
 sys.exit(checks.finish())
