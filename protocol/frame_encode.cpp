@@ -19,11 +19,23 @@ std::string logprob_text(double lp) {
 // over zero elapsed time becomes 0.
 std::string stat_number(double v, int decimals) { return format_fixed(std::isfinite(v) ? v : 0.0, decimals); }
 
+// With top_bytes (data_logprobs) each alternative also carries its bytes' length (§6.3).
 std::string logprobs_tail(const TokenLogprobs& lp) {
     std::string out = " " + logprob_text(lp.logprob) + " " + std::to_string(lp.top.size());
-    for (const auto& [token, value] : lp.top)
-        out += " " + std::to_string(token) + " " + logprob_text(value);
+    const bool sized = !lp.top_bytes.empty();
+    for (std::size_t i = 0; i < lp.top.size(); ++i) {
+        out += " " + std::to_string(lp.top[i].first) + " " + logprob_text(lp.top[i].second);
+        if (sized) out += " " + std::to_string(i < lp.top_bytes.size() ? lp.top_bytes[i].size() : 0);
+    }
     return out;
+}
+
+// A DATA payload: the token's bytes, then (data_logprobs) each alternative's.
+std::size_t data_payload_size(const Data& d) {
+    std::size_t n = d.bytes.size();
+    if (d.logprobs)
+        for (const auto& b : d.logprobs->top_bytes) n += b.size();
+    return n;
 }
 
 // ERROR details are one line: CR and LF become spaces.
@@ -54,7 +66,7 @@ std::string encode_header(const Frame& frame) {
                 if (f.reused) line += " reused=" + std::to_string(*f.reused);
                 return line;
             } else if constexpr (std::is_same_v<T, Data>) {
-                std::string header = "DATA " + f.id + " " + std::to_string(f.bytes.size());
+                std::string header = "DATA " + f.id + " " + std::to_string(data_payload_size(f));
                 if (f.logprobs) header += logprobs_tail(*f.logprobs);
                 return header;
             } else if constexpr (std::is_same_v<T, Echo>) {
@@ -94,6 +106,11 @@ std::string encode(const Frame& frame) {
                 out += f.prompt;
                 out += f.extension;
                 out += f.grammar;
+                out += '\n';
+            } else if constexpr (std::is_same_v<T, Data>) {
+                out += f.bytes;
+                if (f.logprobs)
+                    for (const auto& b : f.logprobs->top_bytes) out += b;
                 out += '\n';
             } else if constexpr (requires { f.bytes; }) {
                 out += f.bytes;

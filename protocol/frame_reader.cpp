@@ -15,20 +15,33 @@ using Fields = std::vector<std::string_view>;
 
 // The READY sentinel as a header line (its LF is the line end).
 constexpr std::string_view kReadyLine = kReadySentinel.substr(0, kReadySentinel.size() - 1);
+// One alternative's bytes (data_logprobs): a token is far shorter; the payload's own limit
+// bounds them together.
+constexpr std::uint64_t kMaxAlternativeBytes = 65536;
 
-// Parses "<lp> <k> [<tid> <tlp>]×k" starting at fields[at]; it must end the line.
+// Parses "<lp> <k> [<tid> <tlp>]×k" starting at fields[at]; it must end the line. With
+// `sized` (DATA) the alternatives may also be "<tid> <tlp> <len>" (data_logprobs, §6.3):
+// top_bytes then holds placeholders of each length, filled from the payload.
 std::optional<TokenLogprobs> parse_logprobs(const Fields& f, std::size_t at,
-                                            std::uint32_t max_k) {
+                                            std::uint32_t max_k, bool sized = false) {
     if (f.size() < at + 2) return std::nullopt;
     auto lp = parse_logprob(f[at]);
     auto k = parse_u64(f[at + 1]);
-    if (!lp || !k || *k > max_k || f.size() != at + 2 + 2 * *k) return std::nullopt;
-    TokenLogprobs out{*lp, {}};
+    if (!lp || !k || *k > max_k) return std::nullopt;
+    const bool with_len = sized && *k > 0 && f.size() == at + 2 + 3 * *k;
+    const std::size_t width = with_len ? 3 : 2;
+    if (f.size() != at + 2 + width * *k) return std::nullopt;
+    TokenLogprobs out{*lp, {}, {}};
     for (std::size_t i = 0; i < *k; ++i) {
-        auto token = parse_u64(f[at + 2 + 2 * i]);
-        auto value = parse_logprob(f[at + 3 + 2 * i]);
+        auto token = parse_u64(f[at + 2 + width * i]);
+        auto value = parse_logprob(f[at + 3 + width * i]);
         if (!token || *token > UINT32_MAX || !value) return std::nullopt;
         out.top.emplace_back(static_cast<std::uint32_t>(*token), *value);
+        if (with_len) {
+            auto len = parse_u64(f[at + 4 + width * i]);
+            if (!len || *len > kMaxAlternativeBytes) return std::nullopt;
+            out.top_bytes.emplace_back(*len, '\0');
+        }
     }
     return out;
 }
@@ -198,6 +211,19 @@ void FrameReader::on_payload_complete() {
             return;
         }
         submit->prompt = std::move(payload);
+    } else if (auto* data = std::get_if<Data>(&frame); data && data->logprobs && !data->logprobs->top_bytes.empty()) {
+        // data_logprobs: the token's bytes, then each alternative's (their lengths were held).
+        std::size_t at = payload.size();
+        for (auto& b : data->logprobs->top_bytes) at -= b.size();
+        for (auto& b : data->logprobs->top_bytes) {
+            const std::size_t len = b.size();
+            b = payload.substr(at, len);
+            at += len;
+        }
+        std::size_t own = payload.size();
+        for (const auto& b : data->logprobs->top_bytes) own -= b.size();
+        payload.resize(own);
+        data->bytes = std::move(payload);
     } else {
         std::visit(
             [&](auto& f) {
@@ -306,10 +332,16 @@ void FrameReader::on_engine_output(std::string_view line) {
         if (f.size() < 3 || id == kUnknownId) return bad("fields");
         Data d{id, {}, std::nullopt};
         if (f.size() > 3) {
-            d.logprobs = parse_logprobs(f, 3, limits_.max_logprobs);
+            d.logprobs = parse_logprobs(f, 3, limits_.max_logprobs, true);
             if (!d.logprobs) return bad("log-prob tail");
         }
-        with_payload(std::move(d), parse_u64(f[2]), limits_.max_data_bytes);
+        auto n = parse_u64(f[2]);
+        if (n && d.logprobs) {
+            std::uint64_t alternatives = 0;
+            for (const auto& b : d.logprobs->top_bytes) alternatives += b.size();
+            if (alternatives > *n) return bad("alternatives' bytes exceed the payload");
+        }
+        with_payload(std::move(d), n, limits_.max_data_bytes);
     } else if (kind == "ECHO") {
         if (f.size() < 6 || id == kUnknownId) return bad("fields");
         auto pos = parse_u64(f[3]);

@@ -30,6 +30,7 @@ struct SubmitOptions {
     std::uint32_t logprobs = 0;                       // logprobs=K: per-token log-probs
     bool pin = false;                                 // pin=1: snapshot after prefill
     bool reset = false;                               // reset=1: drop the slot's state first
+    std::uint32_t data_logprobs = 0;                  // data_logprobs=K: DATA log-probs only, alternatives' bytes
 
     bool operator==(const SubmitOptions&) const = default;
     bool is_default() const { return *this == SubmitOptions{}; }
@@ -77,8 +78,16 @@ struct Accept {
 // Log-probability of the chosen token plus k alternatives (unsorted, as upstream).
 // logprob is NaN when there is nothing to condition on (encoded `nan 0`).
 struct TokenLogprobs {
+    TokenLogprobs() = default;
+    // A constructor (not an aggregate) so that {lp, top} stays complete without top_bytes.
+    TokenLogprobs(double logprob, std::vector<std::pair<std::uint32_t, double>> top,
+                  std::vector<std::string> top_bytes = {})
+        : logprob(logprob), top(std::move(top)), top_bytes(std::move(top_bytes)) {}
     double logprob = 0.0;
     std::vector<std::pair<std::uint32_t, double>> top;
+    // With data_logprobs=K: each alternative's decoded bytes, in the order of `top` (the wire
+    // carries them after the token's own bytes, §6.3); empty otherwise.
+    std::vector<std::string> top_bytes;
     bool operator==(const TokenLogprobs&) const = default;
 };
 

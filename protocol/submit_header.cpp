@@ -54,6 +54,11 @@ std::string apply_key(std::string_view token, const Limits& limits, SubmitOption
         if (!v || *v > limits.max_logprobs)
             return bad_value("an integer in 0.." + std::to_string(limits.max_logprobs));
         options.logprobs = static_cast<std::uint32_t>(*v);
+    } else if (key == "data_logprobs") {
+        auto v = parse_u64(value);
+        if (!v || *v > limits.max_logprobs)
+            return bad_value("an integer in 0.." + std::to_string(limits.max_logprobs));
+        options.data_logprobs = static_cast<std::uint32_t>(*v);
     } else if (key == "pin") {
         return flag(options.pin);
     } else if (key == "reset") {
@@ -140,6 +145,8 @@ SubmitHeader parse_submit_header(const std::vector<std::string_view>& fields,
                     std::to_string(*xbytes));
     if (submit.max_tokens == 0 && submit.options.logprobs == 0)
         return fail("max_tokens 0 is only allowed with logprobs=K (score the prompt)");
+    if (submit.options.logprobs != 0 && submit.options.data_logprobs != 0)
+        return fail("logprobs and data_logprobs exclude each other (data_logprobs is logprobs without ECHO)");
     out.request = std::move(submit);
     return out;
 }
@@ -158,6 +165,7 @@ std::string format_submit_header(const Submit& s) {
         line += " repetition_penalty=" + format_double(o.repetition_penalty);
     if (o.ids) line += " ids=1";
     if (o.logprobs != 0) line += " logprobs=" + std::to_string(o.logprobs);
+    if (o.data_logprobs != 0) line += " data_logprobs=" + std::to_string(o.data_logprobs);
     if (o.pin) line += " pin=1";
     if (o.reset) line += " reset=1";
     if (!s.grammar.empty()) line += " grammar=" + std::to_string(s.grammar.size());

@@ -304,6 +304,20 @@ void Scheduler::on_logits(Active& a, const float* logits, FrameSink& out) {
     if (t == model_.config.eos) return finish(a, false, out);
     protocol::Data d{a.request.id, token_text(t), std::nullopt};
     if (a.request.options.logprobs > 0) d.logprobs = logprobs_of(logits, t, a.request.options.logprobs);
+    if (a.request.options.data_logprobs > 0) {
+        // The alternatives' text too: a client without the tokenizer has only ids.
+        d.logprobs = logprobs_of(logits, t, a.request.options.data_logprobs);
+        // An alternative the tokenizer lacks (ids past its table) has no bytes, rather than
+        // ending a request whose own tokens are fine.
+        for (const auto& [id, _] : d.logprobs->top) {
+            std::string bytes;
+            try {
+                bytes = token_text(static_cast<std::int32_t>(id));
+            } catch (const std::exception&) {
+            }
+            d.logprobs->top_bytes.push_back(std::move(bytes));
+        }
+    }
     out.send(d);
     ++a.emitted;
     ++tokens_generated_;

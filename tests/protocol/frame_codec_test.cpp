@@ -41,7 +41,10 @@ std::vector<Frame> engine_input_frames() {
     for (int i = 0; i < 80; ++i) audio.extension += static_cast<char>(i % 16);
     Submit keyed = sample_submit();
     keyed.id = "k1";
-    keyed.options = {123456789012345ull, 40, 1.1, true, 5, true, true};
+    keyed.options = {123456789012345ull, 40, 1.1, true, 5, true, true, 0};
+    Submit chat_logprobs = sample_submit();
+    chat_logprobs.id = "d1";
+    chat_logprobs.options.data_logprobs = 20;
     keyed.prompt = "1 2 3";
     Submit constrained = sample_submit();
     constrained.id = "g1";
@@ -49,7 +52,7 @@ std::vector<Frame> engine_input_frames() {
     Submit audio_and_grammar = audio;
     audio_and_grammar.id = "ag";
     audio_and_grammar.grammar = "{\"type\":\"text\",\"text\":\"\n\"}";
-    return {plain, audio, keyed, constrained, audio_and_grammar, Stop{"req-7"}, Cancel{"a1"}, StatsRequest{}};
+    return {plain, audio, keyed, chat_logprobs, constrained, audio_and_grammar, Stop{"req-7"}, Cancel{"a1"}, StatsRequest{}};
 }
 
 std::vector<Frame> engine_output_frames() {
@@ -61,6 +64,7 @@ std::vector<Frame> engine_output_frames() {
         Data{"req-7", "", std::nullopt},
         Data{"req-7", "\n", TokenLogprobs{-0.25, {{17, -0.25}, {4, -1.5}}}},
         Data{"req-7", "x", TokenLogprobs{-HUGE_VAL, {}}},
+        Data{"req-7", "Hel", TokenLogprobs{-0.1, {{9906, -0.1}, {13225, -3.0}, {7, -9.5}}, {"Hel", "lo\n", ""}}},
         Echo{"req-7", 3, "abc", TokenLogprobs{-2.0, {{1, -0.5}}}},
         Done{"req-7", DoneStats{5, 12.345, 87.5, 1.25, 12, true, {{"reused", "9"}, {"ttft_ms", "31"}}}},
         Done{"req-8", DoneStats{0, 0.0, 0.0, 0.0, 3, false, {}}},
@@ -92,6 +96,27 @@ TEST_CASE("golden bytes: READY, the audio SUBMIT, DATA, DONE, ERROR") {
     CHECK(encode(Stop{"3"}) == "STOP 3\n");
     CHECK(encode(StatsRequest{}) == "STATS\n");
     CHECK(encode(Stats{"{}"}) == "STATS 2\n{}\n");
+}
+
+// data_logprobs (§6.3): each alternative's length in the tail, its bytes after the token's.
+TEST_CASE("golden bytes: DATA with data_logprobs carries the alternatives' bytes") {
+    const Data d{"r-19", "Hel", TokenLogprobs{-0.105361, {{9906, -0.105361}, {13225, -2.995732}}, {"Hel", "lo"}}};
+    CHECK(encode(d) == "DATA r-19 8 -0.105361 2 9906 -0.105361 3 13225 -2.995732 2\nHelHello\n");
+    auto items = read_all(Direction::FromEngine, encode(d), 3);
+    REQUIRE(items.size() == 1);
+    CHECK(std::get<Data>(std::get<Frame>(items[0])) == d);
+    // Lengths that add up past the payload are a malformed frame.
+    auto bad = read_all(Direction::FromEngine, "DATA r-19 2 -0.1 1 5 -0.2 3\nab\n", 0);
+    REQUIRE(!bad.empty());
+    CHECK(std::holds_alternative<Problem>(bad[0]));
+    Submit s = sample_submit();
+    s.prompt = "p";
+    s.options.data_logprobs = 5;
+    CHECK(encode(s) == "SUBMIT req-7 2 1 64 0.7 0.95 0 data_logprobs=5\np\n");
+    auto both = read_all(Direction::ToEngine, "SUBMIT x 0 1 4 0 1 0 logprobs=1 data_logprobs=1\np\n", 0);
+    REQUIRE(both.size() == 1);
+    REQUIRE(std::holds_alternative<Problem>(both[0]));
+    CHECK(std::get<Problem>(both[0]).detail.find("exclude each other") != std::string::npos);
 }
 
 TEST_CASE("SUBMIT keys force field 7 and come in a fixed order") {
