@@ -39,7 +39,7 @@ std::string render_message(const Message& m, bool open) {
     std::size_t last_written = m.parts.size();
     for (std::size_t i = m.parts.size(); i-- > 0;) {
         const Part& p = m.parts[i];
-        if (p.kind == Part::Kind::Audio || !p.text.empty()) {
+        if (p.kind == Part::Kind::Audio || p.kind == Part::Kind::ToolCall || !p.text.empty()) {
             last_written = i;
             break;
         }
@@ -58,6 +58,11 @@ std::string render_message(const Message& m, bool open) {
             if (p.text.empty()) continue;
             body = std::string(marker::kContentThinking) + p.text;
             break;
+        case Part::Kind::ToolCall:
+            if (m.role != Role::Assistant) throw std::invalid_argument("a tool call belongs to an assistant message");
+            if (p.name.empty()) throw std::invalid_argument("a tool call needs its function's name");
+            body = std::string(marker::kContentInvokeToolJson) + p.text;
+            break;
         case Part::Kind::Audio:
             if (m.role != Role::User)
                 throw std::invalid_argument("an audio part belongs to a user message");
@@ -69,7 +74,7 @@ std::string render_message(const Message& m, bool open) {
             break;
         }
         out += role_marker(m.role);
-        out += m.name;
+        out += p.kind == Part::Kind::ToolCall ? p.name : m.name;  // a call's author is its function
         out += body;
         ++blocks;
         if (!(open && i == last_written)) out += marker::kEndMessage;
@@ -106,6 +111,13 @@ std::string render(const std::vector<Message>& messages, const RenderOptions& op
     if (!(options.effort >= 0.0 && options.effort <= 1.0))
         throw std::invalid_argument("effort must lie in [0, 1]");
     std::string out;
+    if (!options.tools.empty()) {
+        out += marker::kMessageSystem;
+        out += "tool_declare";
+        out += marker::kContentXml;
+        out += options.tools;
+        out += marker::kEndMessage;
+    }
     bool effort_written = false;
     for (std::size_t i = 0; i < messages.size(); ++i) {
         const Message& m = messages[i];
@@ -120,7 +132,7 @@ std::string render(const std::vector<Message>& messages, const RenderOptions& op
     if (!effort_written) out += effort_message(options.effort);
     if (options.add_generation_prompt) {
         out += marker::kMessageModel;
-        if (options.effort == 0.0) out += marker::kContentText;
+        if (options.effort == 0.0 && options.tools.empty()) out += marker::kContentText;
     }
     return out;
 }

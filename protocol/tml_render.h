@@ -27,6 +27,8 @@ inline constexpr std::string_view kMessageTool = "<|message_tool|>";
 inline constexpr std::string_view kContentText = "<|content_text|>";
 inline constexpr std::string_view kContentThinking = "<|content_thinking|>";
 inline constexpr std::string_view kContentAudioInput = "<|content_audio_input|>";
+inline constexpr std::string_view kContentXml = "<|content_xml|>";
+inline constexpr std::string_view kContentInvokeToolJson = "<|content_invoke_tool_json|>";
 inline constexpr std::string_view kAudio = "<|audio|>";
 inline constexpr std::string_view kAudioEnd = "<|audio_end|>";
 inline constexpr std::string_view kEndMessage = "<|end_message|>";
@@ -36,14 +38,20 @@ inline constexpr std::string_view kEndSampling = "<|content_model_end_sampling|>
 enum class Role { System, Developer, User, Assistant, Tool };
 
 struct Part {
-    enum class Kind { Text, Thinking, Audio };
+    enum class Kind { Text, Thinking, Audio, ToolCall };
     Kind kind = Kind::Text;
-    std::string text;               // Text, Thinking
+    std::string text;               // Text, Thinking; ToolCall: the JSON envelope
     std::size_t audio_frames = 0;   // Audio: one <|audio|> per DMel frame (50 ms)
+    std::string name = {};          // ToolCall: the function, the call message's author
 
-    static Part text_part(std::string t) { return {Kind::Text, std::move(t), 0}; }
-    static Part thinking(std::string t) { return {Kind::Thinking, std::move(t), 0}; }
-    static Part audio(std::size_t frames) { return {Kind::Audio, {}, frames}; }
+    static Part text_part(std::string t) { return {Kind::Text, std::move(t), 0, {}}; }
+    static Part thinking(std::string t) { return {Kind::Thinking, std::move(t), 0, {}}; }
+    static Part audio(std::size_t frames) { return {Kind::Audio, {}, frames, {}}; }
+    // An assistant's call (§A.8): `envelope` is {"name":<json string>,"args":<canonical
+    // object>} exactly as it is to be rendered (tool_call_envelope builds it).
+    static Part tool_call(std::string function, std::string envelope) {
+        return {Kind::ToolCall, std::move(envelope), 0, std::move(function)};
+    }
 };
 
 struct Message {
@@ -56,6 +64,12 @@ struct RenderOptions {
     double effort = 0.0;               // "Thinking effort level: X"; 0 forces content mode
     bool add_generation_prompt = true; // end with <|message_model|>; false leaves a final
                                        // assistant message open for continuation
+    // The tool declarations as one canonical JSON array (§A.8: each spec with exactly the
+    // keys description, name, parameters, type; keys sorted, no spaces), rendered as the
+    // first message: <|message_system|>tool_declare<|content_xml|>[…]<|end_message|>.
+    // Empty: no tools. With tools the generation prompt stays a bare <|message_model|>
+    // even at effort 0, so the model may open a call instead of text.
+    std::string tools = {};
 };
 
 // The named thinking-effort levels (/work/shared/specs/inkling-tokens-and-mtp.md §A.7): the

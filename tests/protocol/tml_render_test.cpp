@@ -114,3 +114,50 @@ TEST_CASE("an open final assistant message stays open even when its last part is
     CHECK(render({user("q"), a}, {.effort = 0.9, .add_generation_prompt = false})
               .ends_with("<|message_model|><|content_text|>Hel"));
 }
+
+// §A.8/§A.10: the declaration block comes before everything, the caller's system messages
+// included, then the effort line; with tools the generation prompt stays bare at effort 0.
+TEST_CASE("tools: tool_declare block first, then system, effort, user, a bare model turn") {
+    const std::string decl = R"([{"description":"Read a file","name":"read_file","parameters":{"properties":{"path":{"type":"string"}},"type":"object"},"type":"function"}])";
+    RenderOptions o;
+    o.tools = decl;
+    CHECK(render({system_msg("Be concise."), user("Read a.txt")}, o) ==
+          "<|message_system|>tool_declare<|content_xml|>" + decl + "<|end_message|>"
+          "<|message_system|><|content_text|>Be concise.<|end_message|>"
+          "<|message_system|><|content_text|>Thinking effort level: 0<|end_message|>"
+          "<|message_user|><|content_text|>Read a.txt<|end_message|><|message_model|>");
+    o.effort = 0.9;
+    CHECK(render({user("hi")}, o) ==
+          "<|message_system|>tool_declare<|content_xml|>" + decl + "<|end_message|>"
+          "<|message_system|><|content_text|>Thinking effort level: 0.9<|end_message|>"
+          "<|message_user|><|content_text|>hi<|end_message|><|message_model|>");
+}
+
+// The worked example of §A.10 (a Swift port's test): a call, end-sampling, then its result.
+TEST_CASE("tools: an assistant call and its result render as the spec's history") {
+    const std::string call = R"({"name":"read_file","args":{"path":"a.txt"}})";
+    Message calls{Role::Assistant, {Part::tool_call("read_file", call)}, {}};
+    Message result{Role::Tool, {Part::text_part("hello")}, "read_file"};
+    const std::string prompt = render({user("Read a.txt"), calls, result}, {.effort = 0.9});
+    CHECK(prompt ==
+          "<|message_system|><|content_text|>Thinking effort level: 0.9<|end_message|>"
+          "<|message_user|><|content_text|>Read a.txt<|end_message|>"
+          "<|message_model|>read_file<|content_invoke_tool_json|>" + call + "<|end_message|><|content_model_end_sampling|>"
+          "<|message_tool|>read_file<|content_text|>hello<|end_message|><|message_model|>");
+}
+
+// §A.9: reasoning, then text, then the calls (each its own message), one end-sampling.
+TEST_CASE("tools: reasoning, text and two calls in one assistant turn") {
+    Message turn{Role::Assistant,
+                 {Part::thinking("t"), Part::text_part("x"), Part::tool_call("f", R"({"name":"f","args":{}})"),
+                  Part::tool_call("g", R"({"name":"g","args":{"a":1}})")},
+                 {}};
+    CHECK(render({user("u"), turn, user("v")}, {.effort = 0.9}).find(
+        "<|message_user|><|content_text|>u<|end_message|>"
+        "<|message_model|><|content_thinking|>t<|end_message|><|message_model|><|content_text|>x<|end_message|>"
+        "<|message_model|>f<|content_invoke_tool_json|>{\"name\":\"f\",\"args\":{}}<|end_message|>"
+        "<|message_model|>g<|content_invoke_tool_json|>{\"name\":\"g\",\"args\":{\"a\":1}}<|end_message|>"
+        "<|content_model_end_sampling|><|message_user|><|content_text|>v") != std::string::npos);
+    CHECK_THROWS_AS(render({{Role::User, {Part::tool_call("f", "{}")}, {}}}, {}), std::invalid_argument);
+    CHECK_THROWS_AS(render({{Role::Assistant, {Part::tool_call("", "{}")}, {}}}, {}), std::invalid_argument);
+}
