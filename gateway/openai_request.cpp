@@ -1,10 +1,10 @@
 #include "gateway/openai_request.h"
 
 #include <array>
-#include <cmath>
 
 #include "gateway/affinity_map.h"
 #include "gateway/api_error.h"
+#include "gateway/json_fields.h"
 #include "protocol/audio/audio_error.h"
 #include "protocol/audio/dmel.h"
 #include "protocol/fields.h"
@@ -18,49 +18,10 @@ namespace tml = protocol::tml;
 
 namespace {
 
-std::string type_name(const json& v) {
-    if (v.is_null()) return "null";
-    if (v.is_boolean()) return "a boolean";
-    if (v.is_number()) return "a number";
-    if (v.is_string()) return "a string";
-    if (v.is_array()) return "an array";
-    return "an object";
-}
-
-const json* field(const json& body, const char* key) {
-    auto it = body.find(key);
-    return it == body.end() || it->is_null() ? nullptr : &*it;
-}
-
-double number_in(const json& body, const char* key, double fallback, double lo, double hi, bool lo_open) {
-    const json* v = field(body, key);
-    if (!v) return fallback;
-    if (!v->is_number()) throw bad_request(std::string("'") + key + "' must be a number, not " + type_name(*v), key);
-    double x = v->get<double>();
-    if (!std::isfinite(x) || x > hi || (lo_open ? x <= lo : x < lo))
-        throw bad_request(std::string("'") + key + "' must lie in " + (lo_open ? "(" : "[") + protocol::format_double(lo) +
-                              ", " + protocol::format_double(hi) + "]",
-                          key);
-    return x;
-}
-
-bool flag(const json& body, const char* key, bool fallback) {
-    const json* v = field(body, key);
-    if (!v) return fallback;
-    if (!v->is_boolean()) throw bad_request(std::string("'") + key + "' must be a boolean, not " + type_name(*v), key);
-    return v->get<bool>();
-}
-
 // Fields every generation request shares.
 void common(const json& body, const GatewayLimits& limits, GenerationRequest& r) {
     if (!body.is_object()) throw bad_request("the request body must be a JSON object");
-    const json* model = field(body, "model");
-    if (!model) throw bad_request("'model' is required", "model");
-    if (!model->is_string()) throw bad_request("'model' must be a string", "model");
-    if (model->get<std::string>() != limits.model_id)
-        throw ApiError(404, "invalid_request_error", "The model '" + model->get<std::string>() + "' does not exist; this server serves '" +
-                                                         limits.model_id + "'",
-                       "model", "model_not_found");
+    require_model(body, limits.model_id);
     if (const json* n = field(body, "n")) {
         if (!n->is_number_integer()) throw bad_request("'n' must be an integer", "n");
         if (n->get<long long>() != 1) throw bad_request("only n=1 is supported", "n");

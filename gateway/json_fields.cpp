@@ -1,0 +1,55 @@
+#include "gateway/json_fields.h"
+
+#include <cmath>
+
+#include "gateway/api_error.h"
+#include "protocol/fields.h"
+
+namespace inkling::gateway {
+
+using nlohmann::json;
+
+std::string type_name(const json& v) {
+    if (v.is_null()) return "null";
+    if (v.is_boolean()) return "a boolean";
+    if (v.is_number()) return "a number";
+    if (v.is_string()) return "a string";
+    if (v.is_array()) return "an array";
+    return "an object";
+}
+
+const json* field(const json& body, const char* key) {
+    auto it = body.find(key);
+    return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+double number_in(const json& body, const char* key, double fallback, double lo, double hi, bool lo_open) {
+    const json* v = field(body, key);
+    if (!v) return fallback;
+    if (!v->is_number()) throw bad_request(std::string("'") + key + "' must be a number, not " + type_name(*v), key);
+    double x = v->get<double>();
+    if (!std::isfinite(x) || x > hi || (lo_open ? x <= lo : x < lo))
+        throw bad_request(std::string("'") + key + "' must lie in " + (lo_open ? "(" : "[") + protocol::format_double(lo) +
+                              ", " + protocol::format_double(hi) + "]",
+                          key);
+    return x;
+}
+
+bool flag(const json& body, const char* key, bool fallback) {
+    const json* v = field(body, key);
+    if (!v) return fallback;
+    if (!v->is_boolean()) throw bad_request(std::string("'") + key + "' must be a boolean, not " + type_name(*v), key);
+    return v->get<bool>();
+}
+
+void require_model(const json& body, const std::string& model_id) {
+    const json* model = field(body, "model");
+    if (!model) throw bad_request("'model' is required", "model");
+    if (!model->is_string()) throw bad_request("'model' must be a string", "model");
+    if (model->get<std::string>() != model_id)
+        throw ApiError(404, "invalid_request_error",
+                       "The model '" + model->get<std::string>() + "' does not exist; this server serves '" + model_id + "'",
+                       "model", "model_not_found");
+}
+
+}  // namespace inkling::gateway
