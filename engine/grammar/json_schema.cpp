@@ -1,9 +1,12 @@
 #include "engine/grammar/json_schema.h"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <set>
 
 #include "engine/grammar/error.h"
+#include "engine/grammar/integer_range.h"
 #include "engine/grammar/string_formats.h"
 
 namespace inkling::grammar {
@@ -17,7 +20,9 @@ const std::set<std::string> kAnnotations = {"title",      "description", "defaul
 const std::set<std::string> kTaken = {"type",     "properties", "required", "additionalProperties",
                                       "enum",     "const",      "items",    "minItems",
                                       "maxItems", "anyOf",      "allOf",    "$ref",
-                                      "format",   "minLength",  "maxLength"};
+                                      "format",   "minLength",  "maxLength", "minimum",
+                                      "maximum",  "exclusiveMinimum", "exclusiveMaximum"};
+const char* const kBounds[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
 
 std::string child(const std::string& at, const std::string& key) {
     std::string k;
@@ -179,6 +184,8 @@ Frag SchemaCompiler::value(const json& s, const std::string& at, int depth) {
             types.push_back("object");
         else if (s.contains("items") || s.contains("minItems") || s.contains("maxItems")) types.push_back("array");
         else if (s.contains("format") || s.contains("minLength") || s.contains("maxLength")) types.push_back("string");
+        else if (std::any_of(std::begin(kBounds), std::end(kBounds), [&](const char* k) { return s.contains(k); }))
+            types.push_back("integer");  // bounds alone: integers in range (a subset of the numbers allowed)
         else return any_value_call();
     }
     std::vector<Frag> alts;
@@ -190,10 +197,36 @@ Frag SchemaCompiler::typed(const std::string& type, const json& s, const std::st
     if (type == "object") return object(s, at, depth);
     if (type == "array") return array(s, at, depth);
     if (type == "string") return string(s, at);
-    if (type == "integer") return json_integer(n_);
-    if (type == "number") return json_number(n_);
+    if (type == "integer") return integer(s, at);
+    if (type == "number") {
+        for (const char* k : kBounds)
+            if (s.contains(k)) refuse(child(at, k), std::string("keyword '") + k + "' on a number is not supported (on an integer it is)");
+        return json_number(n_);
+    }
     if (type == "boolean") return n_.alt({n_.literal("true"), n_.literal("false")});
     return n_.literal("null");
+}
+
+Frag SchemaCompiler::integer(const json& s, const std::string& at) {
+    std::optional<std::int64_t> lo, hi;
+    constexpr double kLimit = 9.2e18;  // inside int64: past it the bound cuts nothing of 16 digits
+    auto bound_of = [&](const char* key) -> std::optional<double> {
+        if (!s.contains(key)) return std::nullopt;
+        const json& v = s[key];
+        if (!v.is_number()) refuse(child(at, key), std::string(key) + " must be a number");
+        return std::clamp(v.get<double>(), -kLimit, kLimit);
+    };
+    auto tighten_lo = [&](std::int64_t v) { lo = lo ? std::max(*lo, v) : v; };
+    auto tighten_hi = [&](std::int64_t v) { hi = hi ? std::min(*hi, v) : v; };
+    if (auto v = bound_of("minimum")) tighten_lo(static_cast<std::int64_t>(std::ceil(*v)));
+    if (auto v = bound_of("exclusiveMinimum")) tighten_lo(static_cast<std::int64_t>(std::floor(*v)) + 1);
+    if (auto v = bound_of("maximum")) tighten_hi(static_cast<std::int64_t>(std::floor(*v)));
+    if (auto v = bound_of("exclusiveMaximum")) tighten_hi(static_cast<std::int64_t>(std::ceil(*v)) - 1);
+    if (!lo && !hi) return json_integer(n_);
+    constexpr std::int64_t kMax16 = 9'999'999'999'999'999;
+    if ((lo && hi && *lo > *hi) || (lo && *lo > kMax16) || (hi && *hi < -kMax16))
+        refuse(at, "no integer of at most 16 digits lies within the bounds");
+    return integer_range(n_, lo, hi);
 }
 
 Frag SchemaCompiler::literals(const std::vector<json>& values) {

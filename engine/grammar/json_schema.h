@@ -8,7 +8,8 @@
 //
 // Taken: type (one or a list), properties, required, additionalProperties (false, or a
 // schema for a map with no properties), enum, const, items, minItems/maxItems (≤ 256),
-// anyOf, allOf of one schema, $ref to "#", "#/$defs/…" or "#/definitions/…" (recursion
+// anyOf, minimum/maximum/exclusiveMinimum/exclusiveMaximum on integers (integer_range.h),
+// allOf of one schema, $ref to "#", "#/$defs/…" or "#/definitions/…" (recursion
 // included), string format (string_formats.h), minLength/maxLength (≤ 256), and the
 // annotations (title, description, default, examples, $comment, $schema, $id, deprecated,
 // readOnly, writeOnly). `{}` and `true` are any JSON value.
@@ -16,8 +17,8 @@
 // arguments are); a property not in `required` may be left out; with additionalProperties
 // absent or true, only the declared properties are written (a subset of what the schema
 // allows, so output always validates), and an object with no properties is any object.
-// Refused (Error "schema at <pointer>: …"): every other keyword (pattern, minimum,
-// maximum, multipleOf, oneOf, not, if/then/else, patternProperties, prefixItems, …),
+// Refused (Error "schema at <pointer>: …"): every other keyword (pattern, bounds on a
+// number, multipleOf, oneOf, not, if/then/else, patternProperties, prefixItems, …),
 // `false`, unknown types and formats, bounds past the limits, and refs that point
 // outside the document.
 #pragma once
@@ -62,6 +63,7 @@ private:
     Frag object(const Json& s, const std::string& at, int depth);
     Frag array(const Json& s, const std::string& at, int depth);
     Frag string(const Json& s, const std::string& at);
+    Frag integer(const Json& s, const std::string& at);
     Frag literals(const std::vector<Json>& values);
     Frag ref(const std::string& target, const std::string& at, int depth);
     Frag any_value_call();

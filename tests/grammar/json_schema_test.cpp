@@ -116,6 +116,31 @@ TEST_CASE("json schema: string formats and lengths") {
     check(R"({"type":"string","minLength":2,"maxLength":3})", {R"("ab")", R"("a\nc")", R"("äöü")"}, {R"("a")", R"("abcd")"});
 }
 
+TEST_CASE("json schema: integer bounds, every integer of a span checked") {
+    struct Span {
+        std::string keys;
+        long long lo, hi;  // the integers allowed, inclusive (±10^17: open)
+    };
+    const long long open = 100000000000000000LL;
+    const std::vector<Span> spans = {{R"("minimum":-120,"maximum":345)", -120, 345},
+                                     {R"("exclusiveMinimum":-1,"exclusiveMaximum":100)", 0, 99},
+                                     {R"("minimum":7)", 7, open},
+                                     {R"("maximum":-3)", -open, -3},
+                                     {R"("minimum":0.5,"maximum":9.5)", 1, 9},
+                                     {R"("minimum":-5,"maximum":-5)", -5, -5}};
+    for (const Span& sp : spans) {
+        auto g = compile_text(schema_node(R"({"type":"integer",)" + sp.keys + "}"));
+        for (long long v = -1100; v <= 1100; ++v)
+            CHECK_MESSAGE(matches(g, std::to_string(v)) == (v >= sp.lo && v <= sp.hi), sp.keys << ": " << v);
+        CHECK_FALSE(matches(g, "-0"));
+        CHECK_FALSE(matches(g, "007"));
+        CHECK(matches(g, "9999999999999999") == (sp.hi == open));
+        CHECK_FALSE(matches(g, "10000000000000000"));  // 17 digits: past the grammar's cap
+    }
+    // Bounds alone mean integers in range.
+    check(R"({"minimum":1,"maximum":3})", {"1", "3"}, {"0", "4", "2.5"});
+}
+
 TEST_CASE("json schema: any value") {
     check("{}", {"1", R"("s")", R"({"a":[null,true]})", "[]"}, {"", "[1,]"});
     check("true", {"false"}, {"nope"});
@@ -124,7 +149,7 @@ TEST_CASE("json schema: any value") {
 TEST_CASE("json schema: every refusal names its construct") {
     const std::vector<std::pair<std::string, std::string>> cases = {
         {R"({"type":"string","pattern":"^a+$"})", "'pattern'"},
-        {R"({"type":"integer","minimum":0})", "'minimum'"},
+        {R"({"type":"number","minimum":0})", "'minimum' on a number"},
         {R"({"type":"number","maximum":3})", "'maximum'"},
         {R"({"type":"number","exclusiveMinimum":3})", "'exclusiveMinimum'"},
         {R"({"type":"number","multipleOf":2})", "'multipleOf'"},
@@ -150,6 +175,8 @@ TEST_CASE("json schema: every refusal names its construct") {
         {R"({"type":"array","items":[{"type":"string"}]})", "array form of items"},
         {R"({"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"})", "left-recursive"},
         {R"({"type":"integer","enum":["x"]})", "no value of 'enum'"},
+        {R"({"type":"integer","minimum":5,"exclusiveMaximum":5})", "no integer"},
+        {R"({"type":"integer","minimum":"0"})", "minimum must be a number"},
     };
     for (const auto& [schema, needle] : cases) {
         const std::string why = refusal(schema);
