@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,19 +24,37 @@
 #include <nlohmann/json.hpp>
 
 #include "gateway/api_error.h"
+#include "gateway/channel.h"
 #include "gateway/openai_request.h"
 
 namespace inkling::gateway {
-
-// Which part of the model's message a piece of text belongs to. Tool calls (#15) will add
-// channels here (a call's name, its JSON arguments).
-enum class Channel { Content, Reasoning };
 
 // Why a generation ended, in no dialect's words.
 enum class Finish {
     EndOfTurn,     // the model ended its message
     StopSequence,  // a `stop` sequence matched (the gateway sent STOP)
     Length,        // max_tokens or the context ran out
+    ToolCalls,     // the model ended its turn having called tools (or the one call allowed)
+};
+
+// One call the model made (gateway/tool_calls.h reads it out of the output).
+struct ToolCall {
+    std::size_t index = 0;  // in the turn: 0, 1, …
+    std::string name;
+    std::string arguments;  // the arguments' JSON text, as the model wrote it
+};
+
+// One generated token's log-probs (GenerationRequest::logprobs), of the answer's tokens only
+// (not reasoning, markers or calls), as the engine computed them (the full distribution).
+struct TokenLogprob {
+    struct Alternative {
+        std::string bytes;
+        double logprob = 0.0;
+    };
+    std::string bytes;  // the token's bytes: part of a UTF-8 character, at times
+    double logprob = 0.0;
+    std::vector<Alternative> top;  // the most likely tokens, most likely first
+    std::size_t text_offset = 0;   // code points of the answer before this token
 };
 
 struct Usage {
@@ -49,15 +68,20 @@ struct Usage {
 // a single message field joins a channel's blocks).
 struct Answer {
     struct Block {
-        Channel channel;
+        Channel channel = Channel::Content;
         std::string text;
+        std::optional<ToolCall> call = std::nullopt;  // a tool call's block (channel and text unused)
     };
     std::vector<Block> blocks;
+    std::vector<TokenLogprob> logprobs;  // the answer's tokens, when asked for
     Finish finish = Finish::EndOfTurn;
     Usage usage;
 
     void add(Channel channel, std::string_view text);
     std::string text(Channel channel) const;  // every block of one channel, joined
+    void add_call(std::size_t index, std::string name);
+    void add_arguments(std::size_t index, std::string_view fragment);
+    std::vector<ToolCall> calls() const;  // in the order they were made
 };
 
 // What a response names besides the answer.
@@ -78,6 +102,16 @@ public:
     // The stream is committed (HTTP 200) and the generation failed: the dialect's error event
     // and its end of stream, so a client sees an explicit end, never a silent cut.
     virtual std::string stream_error(const ApiError& error) = 0;
+    // Tool calls, streamed (only for a request whose tools were callable, ToolUse): a call's
+    // start, its arguments' JSON text in fragments, its end. A dialect whose requests never
+    // declare tools keeps these defaults, which throw std::logic_error.
+    virtual std::string stream_call_start(std::size_t index, std::string_view name);
+    virtual std::string stream_call_arguments(std::size_t index, std::string_view fragment);
+    virtual std::string stream_call_end(std::size_t index);
+    // Streamed log-probs (GenerationRequest::logprobs): the tokens whose text the next
+    // Content piece completes, given just before it (or before stream_end, at the end).
+    // Default: ignored, for a dialect that has no log-probs.
+    virtual void token_logprobs(std::vector<TokenLogprob> tokens) { (void)tokens; }
     // Not streaming: the response body for a complete answer.
     virtual nlohmann::json body(const Answer& answer) const = 0;
 };

@@ -5,6 +5,7 @@
 // them. Every wait has a deadline: the slot queue (--queue-timeout), a (re)starting engine
 // (120 s), ACCEPT (--accept-deadline), each next frame (--frame-deadline), each write
 // (--write-deadline). A client that hangs up gets its request CANCELled (hangup_watch.h).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -125,6 +126,10 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
         s.prompt = g.prompt;
         s.extension = g.audio;
         s.options.seed = g.seed;
+        s.grammar = g.constraint;
+        // The answer's log-probs: a tail on DATA only (no ECHO, prefix reuse kept), with the
+        // alternatives' text, which the gateway cannot look up (PROTOCOL.md §5.1.1).
+        if (g.logprobs) s.options.data_logprobs = std::max<std::uint32_t>(1, *g.logprobs);
         auto candidate = engine_.submit(std::move(s));
         waiting_on = candidate;
         const auto accept_by = Clock::now() + o_.accept_deadline;
@@ -219,10 +224,7 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
         }
     };
     auto formatter = dialect.make(g, meta);
-    GenerationDriver driver(*formatter, {.stream = g.stream,
-                                         .message_output = dialect.message_output,
-                                         .start_in_content = g.start_in_content,
-                                         .stop = g.stop});
+    GenerationDriver driver(*formatter, driver_options(g, dialect.message_output));
     if (g.stream) {
         const std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
                                  "X-Accel-Buffering: no\r\nConnection: close\r\nx-request-id: " + id + "\r\n" +
@@ -281,7 +283,7 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
             first = false;
             last_token = now;
             if (cancelled) continue;  // after CANCEL: drop what is in flight
-            const auto step = driver.data(d->bytes);
+            const auto step = driver.data(d->bytes, d->logprobs);
             co_await send(step.bytes);
             if (step.stop_engine) engine_.stop(stream->id());
         } else if (auto* d = std::get_if<protocol::Done>(&*ev)) {

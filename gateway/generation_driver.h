@@ -20,8 +20,9 @@
 
 #include "gateway/api_error.h"
 #include "gateway/dialect.h"
-#include "gateway/output_splitter.h"
+#include "gateway/logprob_aligner.h"
 #include "gateway/stop_filter.h"
+#include "gateway/tool_calls.h"
 #include "protocol/frames.h"
 
 namespace inkling::gateway {
@@ -31,7 +32,15 @@ struct DriverOptions {
     bool message_output = true;    // Dialect::message_output
     bool start_in_content = true;  // GenerationRequest::start_in_content
     std::vector<std::string> stop;
+    bool calls = false;            // ToolUse::callable(): the output may hold tool calls
+    bool parallel_calls = true;    // ToolUse::parallel; false: STOP after the first call
+    // GenerationRequest::logprobs: log-probs of the answer's tokens with this many
+    // alternatives (the DATA frames must carry a tail: SUBMIT data_logprobs).
+    std::optional<std::uint32_t> logprobs = std::nullopt;
 };
+
+// DriverOptions for a request on a dialect: the one place GenerationRequest maps onto them.
+DriverOptions driver_options(const GenerationRequest& request, bool message_output);
 
 class GenerationDriver {
 public:
@@ -44,9 +53,9 @@ public:
         std::string bytes;         // to send now (streaming)
         bool stop_engine = false;  // a stop sequence matched just now: STOP the request
     };
-    // One DATA frame's bytes. After a stop sequence matched, whatever is still in flight is
-    // dropped.
-    Step data(const std::string& token_bytes);
+    // One DATA frame: its bytes and, with logprobs, its tail. After a stop sequence matched
+    // (or the one call allowed ended), whatever is still in flight is dropped.
+    Step data(const std::string& token_bytes, const std::optional<protocol::TokenLogprobs>& logprobs = std::nullopt);
 
     struct End {
         bool complete = false;          // DONE: the whole answer (else the generation failed)
@@ -65,15 +74,21 @@ public:
     const Usage& usage() const { return answer_.usage; }
 
 private:
-    std::string route(const OutputSplitter::Out& out);  // reasoning as is, content through the stops
+    // The parser's events: reasoning as is, content through the stops, calls to the formatter.
+    std::string route(std::vector<ToolCallParser::Event>& events);
+    std::string content(const std::string& text);  // through the stop filter, with its log-probs
     std::string emit(Channel channel, const std::string& text);
+    void release_logprobs(const std::string& passed);  // of the tokens whose text is out
+    void stop_engine();
 
     Formatter& formatter_;
     DriverOptions options_;
-    OutputSplitter splitter_;
+    ToolCallParser parser_;
     StopFilter stops_;
+    LogprobAligner logprobs_;
     Answer answer_;
     bool stop_sent_ = false, stop_now_ = false;
+    bool calls_closed_ = false;  // the one call allowed (parallel_calls false) ended
 };
 
 // An engine ERROR before ACCEPT as the error a client should see (400 for a prompt the

@@ -1,5 +1,9 @@
 #include "gateway/openai_format.h"
 
+#include <cmath>
+
+#include "gateway/utf8_release.h"
+
 namespace inkling::gateway {
 
 using nlohmann::json;
@@ -11,10 +15,28 @@ std::string sse_data(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
 const char* openai_finish_reason(Finish finish) {
     switch (finish) {
     case Finish::Length: return "length";
+    case Finish::ToolCalls: return "tool_calls";
     case Finish::EndOfTurn:
     case Finish::StopSequence: break;
     }
     return "stop";
+}
+
+std::string openai_token_text(const std::string& bytes) {
+    std::string pending = bytes;
+    if (take_utf8(pending, false) == bytes && pending.empty()) return bytes;
+    static const char* hex = "0123456789abcdef";
+    std::string out = "bytes:";
+    for (unsigned char b : bytes) out += {'\\', 'x', hex[b >> 4], hex[b & 15]};
+    return out;
+}
+
+double openai_logprob(double logprob) { return std::isfinite(logprob) ? logprob : -9999.0; }
+
+json byte_array(const std::string& bytes) {
+    json a = json::array();
+    for (unsigned char b : bytes) a.push_back(static_cast<int>(b));
+    return a;
 }
 
 json openai_usage(const Usage& usage) {

@@ -19,7 +19,14 @@ std::string dump_json(const nlohmann::json& j);
 std::string sse_data(const nlohmann::json& j);
 inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
 
-const char* openai_finish_reason(Finish finish);  // "stop", "length"
+const char* openai_finish_reason(Finish finish);  // "stop", "length", "tool_calls"
+// A token's text as OpenAI's log-probs name it: the bytes when they are valid UTF-8, else
+// "bytes:\xNN…" (a token holding part of a character).
+std::string openai_token_text(const std::string& bytes);
+// A log-prob as JSON can carry it: -9999 for an impossible token (OpenAI's marker of one).
+double openai_logprob(double logprob);
+// The bytes as an array of numbers (the `bytes` fields).
+nlohmann::json byte_array(const std::string& bytes);
 nlohmann::json openai_usage(const Usage& usage);  // prompt_tokens, completion_tokens, total_tokens
 nlohmann::json openai_error_body(const ApiError& error);
 
@@ -38,6 +45,7 @@ protected:
     std::string finish_stream(nlohmann::json last_choice, const Usage& usage) const;
     // {"id", "object", "created", "model", "usage", "choices": [choice]}
     nlohmann::json whole(const char* object, nlohmann::json choice, const Usage& usage) const;
+    const ResponseMeta& meta() const { return meta_; }
 
 private:
     ResponseMeta meta_;

@@ -5,6 +5,8 @@
 #include "gateway/affinity_map.h"
 #include "gateway/api_error.h"
 #include "gateway/json_fields.h"
+#include "gateway/openai_tools.h"
+#include "gateway/tool_constraint.h"
 #include "protocol/audio/audio_error.h"
 #include "protocol/audio/dmel.h"
 #include "protocol/fields.h"
@@ -64,7 +66,6 @@ void common(const json& body, const GatewayLimits& limits, GenerationRequest& r)
         for (const auto& s : r.stop)
             if (s.empty()) throw bad_request("'stop' sequences must not be empty", "stop");
     }
-    if (flag(body, "logprobs", false)) throw bad_request("'logprobs' is not supported", "logprobs");
     if (const json* u = field(body, "user")) {
         if (!u->is_string()) throw bad_request("'user' must be a string", "user");
         r.user = u->get<std::string>();
@@ -180,10 +181,20 @@ GenerationRequest parse_chat_request(const json& body, const GatewayLimits& limi
     GenerationRequest r;
     r.chat = true;
     common(body, limits, r);
-    if (const json* tools = field(body, "tools")) {
-        if (!tools->is_array()) throw bad_request("'tools' must be an array", "tools");
-        if (!tools->empty()) throw bad_request("tools are not supported by Inkling serving", "tools");
+    r.tools = parse_openai_tools(body);
+    // required / a named function: the engine's constrained decoding makes the output that
+    // call (or those calls), arguments valid against the schema; never left to the model.
+    r.constraint = forced_call_constraint(r.tools);
+    if (flag(body, "logprobs", false)) {
+        const json* top = field(body, "top_logprobs");
+        if (top && (!top->is_number_integer() || top->get<long long>() < 0 || top->get<long long>() > 20))
+            throw bad_request("'top_logprobs' must be an integer in 0..20", "top_logprobs");
+        r.logprobs = top ? static_cast<std::uint32_t>(top->get<long long>()) : 0;
+    } else if (field(body, "top_logprobs")) {
+        throw bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs");
     }
+    tml::RenderOptions render_options;
+    if (r.tools.callable()) render_options.tools = tool_declarations(r.tools.tools);
     double effort = 0.0;
     if (const json* e = field(body, "reasoning_effort")) {
         if (!e->is_string()) throw bad_request("'reasoning_effort' must be a string", "reasoning_effort");
@@ -191,10 +202,12 @@ GenerationRequest parse_chat_request(const json& body, const GatewayLimits& limi
         if (!v) throw bad_request("'reasoning_effort' must be one of " + tml::effort_level_names(), "reasoning_effort");
         effort = *v;
     }
+    render_options.effort = effort;
     const json* messages = field(body, "messages");
     if (!messages || !messages->is_array() || messages->empty())
         throw bad_request("'messages' must be a non-empty array", "messages");
     std::vector<tml::Message> chat;
+    std::map<std::string, std::string> call_names;  // tool_call_id → function, for the results
     double audio_seconds = 0;  // of the clips read so far
     bool have_affinity = false;
     for (std::size_t i = 0; i < messages->size(); ++i) {
@@ -206,8 +219,8 @@ GenerationRequest parse_chat_request(const json& body, const GatewayLimits& limi
         tml::Message msg{role_of(role->get<std::string>(), p + ".role"), {}, {}};
         if (const json* name = field(m, "name")) {
             if (!name->is_string()) throw bad_request(p + ".name must be a string", p + ".name");
-            if (msg.role == tml::Role::Tool) msg.name = name->get<std::string>();
         }
+        if (msg.role == tml::Role::Tool) msg.name = openai_tool_result_name(m, p, call_names);
         if (const json* reasoning = field(m, "reasoning_content"); reasoning && msg.role == tml::Role::Assistant) {
             if (!reasoning->is_string()) throw bad_request(p + ".reasoning_content must be a string", p + ".reasoning_content");
             msg.parts.push_back(tml::Part::thinking(reasoning->get<std::string>()));
@@ -270,19 +283,21 @@ GenerationRequest parse_chat_request(const json& body, const GatewayLimits& limi
         } else {
             throw bad_request(p + ".content must be a string, an array of parts or null", p + ".content");
         }
+        append_openai_tool_calls(m, p, msg, call_names);  // after its text (§A.9)
         chat.push_back(std::move(msg));
         // The conversation's identity for slot affinity: its system messages and first user turn.
         if (!have_affinity && chat.back().role == tml::Role::User) {
-            r.affinity = AffinityMap::key_of(tml::render(chat, {.effort = effort}));
+            r.affinity = AffinityMap::key_of(tml::render(chat, render_options));
             have_affinity = true;
         }
     }
     try {
-        r.prompt = tml::render(chat, {.effort = effort});
+        r.prompt = tml::render(chat, render_options);
     } catch (const std::invalid_argument& e) {
         throw bad_request(e.what(), "messages");
     }
-    r.start_in_content = effort == 0.0;
+    // With tools the generation prompt leaves the model free to open a call (tml_render.h).
+    r.start_in_content = effort == 0.0 && render_options.tools.empty();
     return r;
 }
 
@@ -297,6 +312,12 @@ GenerationRequest parse_completion_request(const json& body, const GatewayLimits
     r.prompt = prompt->get<std::string>();
     if (r.prompt.empty()) throw bad_request("'prompt' is empty", "prompt");
     if (flag(body, "echo", false)) throw bad_request("'echo' is not supported", "echo");
+    // OpenAI's legacy limit: the chosen token and up to 5 alternatives per position.
+    if (const json* lp = field(body, "logprobs")) {
+        if (!lp->is_number_integer() || lp->get<long long>() < 0 || lp->get<long long>() > 5)
+            throw bad_request("'logprobs' must be an integer in 0..5 (or null)", "logprobs");
+        r.logprobs = static_cast<std::uint32_t>(lp->get<long long>());
+    }
     if (field(body, "suffix")) throw bad_request("'suffix' is not supported", "suffix");
     r.start_in_content = true;
     r.affinity = AffinityMap::key_of(std::string_view(r.prompt).substr(0, 256));

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gateway/tool_use.h"
+
 namespace inkling::gateway {
 
 struct GatewayLimits {
@@ -35,6 +37,13 @@ struct GenerationRequest {
     std::uint64_t affinity = 0;       // conversation key (AffinityMap::key_of): which slot keeps its prefix
     std::optional<int> slot_hint;     // explicit `cache_slot`
     std::string user;
+    ToolUse tools = {};               // declared functions and tool_choice (#15)
+    // Per generated token: its log-prob and this many alternatives (0..20; chat's
+    // top_logprobs, completions' logprobs). nullopt: no log-probs asked for.
+    std::optional<std::uint32_t> logprobs = std::nullopt;
+    // The engine's constraint (SUBMIT grammar=N, PROTOCOL.md §12.3): the output must match it
+    // (a forced tool choice, tool_constraint.h); "" for none.
+    std::string constraint = {};
 };
 
 // JSON nests at most this deep (arrays and objects): 32 MiB of '[' would otherwise cost

@@ -5,6 +5,7 @@
 //   node SUITE.test.mjs [--base URL] [--api-key K] [other suite options]
 //   env: INKLING_GATEWAY_URL (default http://127.0.0.1:8000), INKLING_API_KEY
 
+import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { sseEvents } from '../../gateway/web/sse.mjs';
@@ -142,4 +143,18 @@ export async function modelId(base, apiKey) {
     const r = await request(`${base}/v1/models`, { headers: authHeaders(apiKey), timeoutMs: 5000 });
     if (r.status !== 200 || !r.json?.data?.[0]?.id) throw new Error(`/v1/models: ${r.status} ${r.text.slice(0, 200)}`);
     return r.json.data[0].id;
+}
+
+// TMLv0's canonical JSON (shared/specs/inkling-tokens-and-mtp.md §A.8): keys sorted at every
+// depth, no spaces — what the gateway renders tool declarations and call arguments as.
+export function canonicalJson(v) {
+    if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+    if (v && typeof v === 'object') return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson(v[k])}`).join(',')}}`;
+    return JSON.stringify(v);
+}
+
+// The prompt of the last SUBMIT tests/gateway/fake_engine.py recorded (--fake-record FILE).
+export function lastRecordedPrompt(file) {
+    const lines = fs.readFileSync(file, 'utf8').trim().split('\n');
+    return JSON.parse(lines[lines.length - 1]).prompt;
 }

@@ -12,7 +12,7 @@
 # Environment:
 #   INKLING_GATEWAY_BODY_CAP   the request body cap given to the gateway (--max-body), in bytes (8 MiB)
 #   INKLING_GATEWAY_SLOW_LIMIT seconds within which a stalled request must be cut off (default 40)
-#   INKLING_GATEWAY_SUITES     suites to run, space-separated (default: openai corpus web load faults)
+#   INKLING_GATEWAY_SUITES     suites to run, space-separated (default: openai logprobs tools tool-choice corpus web load faults)
 set -uo pipefail
 build="${1:?usage: tests/gateway/run.sh BUILD}"
 
@@ -22,7 +22,7 @@ build="$(cd "$build" 2>/dev/null && pwd)" || { echo "FAIL gateway-tests/build: n
 log_dir="$build/test-logs"
 mkdir -p "$log_dir"
 gateway_log="$log_dir/gateway-tests-gateway.log"
-suites="${INKLING_GATEWAY_SUITES:-openai corpus web load faults}"
+suites="${INKLING_GATEWAY_SUITES:-openai logprobs tools tool-choice corpus web load faults}"
 body_cap="${INKLING_GATEWAY_BODY_CAP:-8388608}"
 slow_limit="${INKLING_GATEWAY_SLOW_LIMIT:-40}"
 passed=0
@@ -82,7 +82,7 @@ base="http://127.0.0.1:$port"
 # `start_gateway [ARG...]`: the gateway on $port with the suites' settings and ARGs, waited
 # for until /health answers 200 (120 s); on failure the run ends with a FAIL line.
 start_gateway() {
-    "$build/inkling-gateway" --model "$build/demo-model" --engine "$build/inkling" --host 127.0.0.1 --port "$port" \
+    "$build/inkling-gateway" --model "$build/demo-model" --engine "${engine_bin:-$build/inkling}" --host 127.0.0.1 --port "$port" \
         --slots 2 --max-queue 4 --api-key "$key" --max-body "$body_cap" --threads 1 "$@" >>"$gateway_log" 2>&1 &
     gw_pid=$!
     local ready=0 deadline=$((SECONDS + 120)) why
@@ -146,9 +146,28 @@ run_held() {
     start_gateway
 }
 
+# `run_scripted NAME LIMIT ARGS...`: run_node on a gateway of its own whose engine is the
+# scripted tests/gateway/fake_engine.py, answering every turn with the tokens of
+# fixtures/tool_calls_reply.json (tool calls in Inkling's format, which the demo model never
+# makes) and recording each SUBMIT, whose file the suite reads (--record); then the shared one.
+run_scripted() {
+    local record="$log_dir/gateway-tests-$1-submits.jsonl"
+    : >"$record"
+    stop_gateway
+    # fake_engine.py takes a flag's value as the next argument: one --engine-arg each.
+    engine_bin="$here/fake_engine.py" start_gateway --engine-arg=--fake-reply --engine-arg="$here/fixtures/tool_calls_reply.json" \
+        --engine-arg=--fake-record --engine-arg="$record"
+    run_node "$@" --record "$record"
+    stop_gateway
+    start_gateway
+}
+
 for suite in $suites; do
     case "$suite" in
         openai) run_node openai 300 openai_client.test.mjs ;;
+        logprobs) run_node logprobs 300 logprobs.test.mjs ;;
+        tools)  run_scripted tools 120 tool_calls.test.mjs ;;
+        tool-choice) run_node tool-choice 600 tool_choice.test.mjs ;;
         corpus) run_node corpus 600 http_corpus.test.mjs --body-cap "$body_cap" --slow-limit "$slow_limit" ;;
         web)    run_held web 300 web_ui.test.mjs --screenshot "$build/gateway-web-ui.png" ;;
         load)   run_node load 420 load.test.mjs ;;

@@ -16,6 +16,7 @@ namespace inkling::gateway::test {
 
 struct Script {
     std::vector<std::string> tokens;  // DATA payloads, in order
+    std::vector<protocol::TokenLogprobs> logprobs = {};  // each DATA's tail (empty: none)
     std::uint64_t prompt_tokens = 7, reused = 3;
     bool length_limited = false;
 };
@@ -29,12 +30,11 @@ struct Run {
 
 inline Run drive(const Dialect& dialect, const GenerationRequest& g, const Script& s) {
     auto f = dialect.make(g, {"id-1", 1700000000, "m"});
-    GenerationDriver d(*f, {.stream = g.stream, .message_output = dialect.message_output,
-                            .start_in_content = g.start_in_content, .stop = g.stop});
+    GenerationDriver d(*f, driver_options(g, dialect.message_output));
     Run run;
     run.bytes = d.accepted({"g1", s.prompt_tokens, s.reused});
     for (std::size_t i = 0; i < s.tokens.size(); ++i) {
-        auto step = d.data(s.tokens[i]);
+        auto step = d.data(s.tokens[i], i < s.logprobs.size() ? std::optional(s.logprobs[i]) : std::nullopt);
         run.bytes += step.bytes;
         if (step.stop_engine) run.stops.push_back(i);
     }

@@ -138,7 +138,8 @@ TEST_CASE("chat requests render TMLv0 and validate every field") {
     CHECK(with("tools", json::array({{{"type", "function"}}})) == 400);
     CHECK(with("reasoning_effort", "extreme") == 400);
     CHECK(with("frequency_penalty", 0.5) == 400);
-    CHECK(with("logprobs", true) == 400);
+    CHECK(with("logprobs", 1) == 400);        // chat: a boolean
+    CHECK(with("top_logprobs", 3) == 400);    // without logprobs: true
     CHECK(status_of(json::array()) == 400);
     CHECK(status_of({{"messages", ok["messages"]}}) == 400);
 }
