@@ -36,7 +36,7 @@ int utf8_next(int u, std::uint8_t b) {
 }  // namespace
 
 Masker::Masker(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocab> vocab)
-    : g_(std::move(grammar)), vocab_(std::move(vocab)), slice_(g_->states(), -1),
+    : g_(std::move(grammar)), vocab_(std::move(vocab)), slice_(g_->states(), -1), word_slice_(g_->states(), -1),
       levels_(vocab_->all().max_depth + 1), single_(levels_.size(), -1), stack_(levels_.size(), -1) {}
 
 // True when the grammar can read, from `state`, every sequence of string-safe characters
@@ -62,6 +62,27 @@ bool Masker::slice_applies(std::int32_t state) {
         }
     }
     slice_[state] = ok ? 1 : 0;
+    return ok;
+}
+
+// The same for the word slice: every run of ASCII letters and digits can be read.
+bool Masker::word_slice_applies(std::int32_t state) {
+    constexpr std::size_t kProbe = 4096;
+    if (word_slice_[state] >= 0) return word_slice_[state] == 1;
+    std::vector<std::int32_t> work{state};
+    std::set<std::int32_t> seen{state};
+    bool ok = true;
+    while (ok && !work.empty()) {
+        const std::int32_t x = work.back();
+        work.pop_back();
+        for (int b = 0; b < 256 && ok; ++b) {
+            if (!ascii_alnum(b)) continue;
+            const std::int32_t x2 = g_->next(x, static_cast<std::uint8_t>(b));
+            if (x2 < 0 || seen.size() > kProbe) ok = false;
+            else if (seen.insert(x2).second) work.push_back(x2);
+        }
+    }
+    word_slice_[state] = ok ? 1 : 0;
     return ok;
 }
 
@@ -129,12 +150,13 @@ void Masker::compute(Matcher& m, Bits& out) {
             if (static_cast<std::size_t>(e.arg) < vocab_->size()) set_bit(out, static_cast<std::size_t>(e.arg));
     if (m.can_end() && vocab_->eos() >= 0 && static_cast<std::size_t>(vocab_->eos()) < vocab_->size())
         set_bit(out, static_cast<std::size_t>(vocab_->eos()));
-    bool slice = false;
+    bool slice = false, word = false;
     for (const Config& c : now) slice = slice || slice_applies(c.state);
-    if (slice) {
-        const Bits& safe = vocab_->string_safe();
-        for (std::size_t w = 0; w < out.size(); ++w) out[w] |= safe[w];
-        walk(vocab_->rest(), now, m.pool(), out);
+    for (const Config& c : now) word = word || (!slice && word_slice_applies(c.state));
+    if (slice || word) {
+        const Bits& bits = slice ? vocab_->string_safe() : vocab_->word();
+        for (std::size_t w = 0; w < out.size(); ++w) out[w] |= bits[w];
+        walk(slice ? vocab_->rest() : vocab_->non_word(), now, m.pool(), out);
     } else {
         walk(vocab_->all(), now, m.pool(), out);
     }

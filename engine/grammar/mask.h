@@ -34,11 +34,12 @@ public:
 
 private:
     bool slice_applies(std::int32_t state);
+    bool word_slice_applies(std::int32_t state);
     void walk(const Trie& trie, const Configs& start, StackPool& pool, Bits& out);
 
     std::shared_ptr<const Grammar> g_;
     std::shared_ptr<const Vocab> vocab_;
-    std::vector<std::int8_t> slice_;  // per state: -1 not yet known, 0 no, 1 yes
+    std::vector<std::int8_t> slice_, word_slice_;  // per state: -1 not yet known, 0 no, 1 yes
     std::vector<Configs> levels_;                // the walk's sets, by depth
     std::vector<std::int32_t> single_, stack_;   // by depth: the lone state (or -1) and its stack
     std::unordered_map<std::string, Bits> cache_;

@@ -161,6 +161,23 @@ Frag Nfa::repeat(const std::function<Frag()>& make, std::int64_t min, std::int64
     // min 0 makes the whole thing optional.
     auto sep_item = [&] { return sep ? seq({sep(), make()}) : make(); };
     if (max == 0) return empty();
+    if (max < 0 && min <= 1) {
+        // item (sep item)*, with one copy of the item looping back through the separator:
+        // nested arrays and objects would otherwise double at every level.
+        Frag item = make();
+        Frag f{state(), state()};
+        eps(f.start, item.start);
+        eps(item.end, f.end);
+        if (sep) {
+            Frag s = sep();
+            eps(item.end, s.start);
+            eps(s.end, item.start);
+        } else {
+            eps(item.end, item.start);
+        }
+        if (min == 0) eps(f.start, f.end);
+        return f;
+    }
     std::vector<Frag> parts{make()};
     for (std::int64_t i = 1; i < std::max<std::int64_t>(min, 1); ++i) parts.push_back(sep_item());
     if (max < 0) {

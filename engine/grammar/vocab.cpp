@@ -34,6 +34,13 @@ bool json_string_safe(const std::string& s) {
     return true;
 }
 
+bool ascii_word(const std::string& s) {
+    if (s.empty()) return false;
+    for (char c : s)
+        if (!ascii_alnum(static_cast<unsigned char>(c))) return false;
+    return true;
+}
+
 Trie Trie::build(std::vector<std::pair<std::string, std::int32_t>> tokens) {
     std::sort(tokens.begin(), tokens.end());
     Trie t;
@@ -72,9 +79,10 @@ std::shared_ptr<const Vocab> Vocab::build(const model::Tokenizer& tok, std::size
     v->size_ = size;
     v->eos_ = eos;
     v->string_safe_.assign(v->words(), 0);
+    v->word_.assign(v->words(), 0);
     v->special_.assign(v->words(), 0);
     v->bytes_.resize(size);
-    std::vector<std::pair<std::string, std::int32_t>> all, rest;
+    std::vector<std::pair<std::string, std::int32_t>> all, rest, non_word;
     for (std::size_t i = 0; i < size && i < tok.vocab_size(); ++i) {
         const auto id = static_cast<std::int32_t>(i);
         if (!tok.has(id)) continue;
@@ -89,9 +97,12 @@ std::shared_ptr<const Vocab> Vocab::build(const model::Tokenizer& tok, std::size
         all.emplace_back(b, id);
         if (json_string_safe(b)) set_bit(v->string_safe_, i);
         else rest.emplace_back(b, id);
+        if (ascii_word(b)) set_bit(v->word_, i);
+        else non_word.emplace_back(b, id);
     }
     v->all_ = Trie::build(std::move(all));
     v->rest_ = Trie::build(std::move(rest));
+    v->non_word_ = Trie::build(std::move(non_word));
     return v;
 }
 

@@ -4,7 +4,9 @@
 // extends it at once), and the "string-safe" slice: tokens that are whole UTF-8
 // characters with no '"', '\' or control byte. Inside a JSON string every one of those
 // is allowed, so a string state ORs the slice in and walks only the other ~6k tokens
-// (the `rest` trie) — the dense masks cost what the sparse ones do.
+// (the `rest` trie) — the dense masks cost what the sparse ones do. A second slice, the
+// "word" tokens (ASCII letters and digits only), serves the dense states outside strings
+// that loop on letters and digits (an email's local part, a hostname's labels).
 //
 // Added (special) tokens are not bytes: they are allowed only where the grammar has an
 // edge for their id, and EOS only where it may end.
@@ -51,6 +53,8 @@ public:
     const Trie& all() const { return all_; }
     const Trie& rest() const { return rest_; }  // the byte tokens outside the slice
     const Bits& string_safe() const { return string_safe_; }
+    const Trie& non_word() const { return non_word_; }  // the byte tokens outside the word slice
+    const Bits& word() const { return word_; }
     bool is_special(std::int32_t id) const { return get_bit(special_, static_cast<std::size_t>(id)); }
     const std::string& bytes(std::int32_t id) const { return bytes_[id]; }
     // Looks an added token up by its text ("<|end_message|>"), for grammars that name one.
@@ -59,13 +63,16 @@ public:
 private:
     std::size_t size_ = 0;
     std::int32_t eos_ = -1;
-    Trie all_, rest_;
-    Bits string_safe_, special_;
+    Trie all_, rest_, non_word_;
+    Bits string_safe_, word_, special_;
     std::vector<std::string> bytes_;
     std::vector<std::pair<std::string, std::int32_t>> specials_;
 };
 
 // Whole UTF-8 characters, none of them '"', '\' or below U+0020.
 bool json_string_safe(const std::string& bytes);
+// Only ASCII letters and digits (whatever the C locale says).
+inline bool ascii_alnum(int b) { return (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z'); }
+bool ascii_word(const std::string& bytes);
 
 }  // namespace inkling::grammar

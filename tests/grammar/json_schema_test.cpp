@@ -87,6 +87,15 @@ TEST_CASE("json schema: anyOf, allOf of one, nesting") {
     check(R"({"type":"object","properties":{"p":{"type":"object","properties":{"q":{"type":"array",)"
           R"("items":{"type":"object","properties":{"r":{"type":"null"}},"required":["r"]}}},"required":["q"]}},"required":["p"]})",
           {R"({"p":{"q":[{"r":null},{"r":null}]}})"}, {R"({"p":{"q":[{"r":1}]}})"});
+    // 60 nested arrays: each level holds one copy of its item (a copy per separator would
+    // double the grammar at every level: 2^60 states).
+    std::string deep = R"({"type":"integer"})", open, close;
+    for (int i = 0; i < 60; ++i) {
+        deep = R"({"type":"array","items":)" + deep + "}";
+        open += "[";
+        close += "]";
+    }
+    check(deep, {open + "1" + close, open.substr(1) + "[1,2],[3]" + close.substr(1)}, {open + close.substr(1)});
 }
 
 TEST_CASE("json schema: $defs, $ref and recursion") {
