@@ -12,6 +12,7 @@
 
 #include "engine/model/tokenizer.h"
 #include "protocol/tml_render.h"
+#include "tests/support/inkling_tokenizer.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/tiny_tokenizer.h"
 
@@ -22,21 +23,7 @@ using test_support::ScratchDir;
 
 namespace {
 
-// The Inkling tokenizer that tools/make-tokenizer builds: $INKLING_TOKENIZER_JSON, else
-// build/o200k-inkling/tokenizer.json (tools/make-tokenizer/ensure.sh build/o200k-inkling).
-const Tokenizer& inkling_tokenizer() {
-    static const Tokenizer tok = [] {
-        const char* env = std::getenv("INKLING_TOKENIZER_JSON");
-        fs::path path = env && *env ? fs::path(env)
-                                    : fs::path(INKLING_SOURCE_DIR) / "build/o200k-inkling/tokenizer.json";
-        if (!fs::exists(path)) {
-            FAIL("no Inkling tokenizer.json at " << path.string()
-                 << "; run tools/make-tokenizer/ensure.sh build/o200k-inkling or set INKLING_TOKENIZER_JSON");
-        }
-        return Tokenizer::load(path);
-    }();
-    return tok;
-}
+using test_support::inkling_tokenizer;  // $INKLING_TOKENIZER_JSON, else build/o200k-inkling
 
 using test_support::byte_level;
 
