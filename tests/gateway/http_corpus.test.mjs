@@ -305,7 +305,9 @@ const chatFields = {
     stream_options: ['x', 5, { include_usage: 'yes' }],
     n: [2, 0, '1', 1.5, -1],
     reasoning_effort: ['extreme', 5, []],
-    tools: [[{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }], 'x'],
+    tools: [[{ type: 'function', function: { name: 'has space' } }], [{ type: 'custom', custom: { name: 'f' } }], [{ type: 'function' }], 'x'],
+    tool_choice: ['sometimes', 5, { type: 'function', function: { name: 'undeclared' } }],
+    top_logprobs: [3, 21, -1, 'x'],
 };
 for (const [field, values] of Object.entries(chatFields)) {
     values.forEach((v, i) => addJson(`type/chat-${field}-${i}-${JSON.stringify(v).slice(0, 24)}`, chatReq(withField(baseChat, field, v)), field === 'model' ? '400|404' : '400'));
