@@ -80,5 +80,36 @@ checks.report(f"a CANCEL behind a 16 MiB SUBMIT ends the request within a round 
               ended.get("long") == "CANCELLED" and late <= 2, (ended, late))
 serves_on(eng, "cancel behind a big frame")
 
+# Issue 15 item 5: data_logprobs=K gives the DATA tails logprobs=K gives (the same tokens,
+# log-probs and alternatives at temperature 0), no ECHO, and each alternative's bytes after the
+# token's own in the payload, as tid tlp len (PROTOCOL.md 6.3).
+eng.submit("lp1", 0, b"1 2 3", 4, ids=1, logprobs=3, reset=1)
+scored = [f for f in until_end(eng, "lp1") if f.kind == "DATA"]
+eng.submit("lp2", 0, b"1 2 3", 4, ids=1, data_logprobs=3, reset=1)
+both = until_end(eng, "lp2")
+tails = [f for f in both if f.kind == "DATA"]
+
+
+def same_tail(a, b):
+    """a: logprobs=K's DATA (tid tlp pairs); b: data_logprobs=K's (tid tlp len triples)."""
+    k = int(a.fields[4])
+    if b.fields[3:5] != a.fields[3:5] or len(b.fields) != 5 + 3 * k:
+        return False
+    lens = [int(b.fields[7 + 3 * i]) for i in range(k)]
+    alternatives = [(b.fields[5 + 3 * i], b.fields[6 + 3 * i]) for i in range(k)]
+    own = len(b.payload) - sum(lens)
+    return alternatives == [(a.fields[5 + 2 * i], a.fields[6 + 2 * i]) for i in range(k)] and b.payload[:own] == a.payload
+
+
+checks.report("data_logprobs=3: the tails of logprobs=3 with the alternatives' bytes, and no ECHO",
+              len(tails) == len(scored) > 0 and all(same_tail(a, b) for a, b in zip(scored, tails))
+              and not any(f.kind == "ECHO" for f in both) and both[-1].kind == "DONE",
+              [(f.fields, f.payload) for f in both][:3])
+eng.submit("lp3", 0, b"1 2 3", 1, ids=1, logprobs=1, data_logprobs=1)
+frames = until_end(eng, "lp3")
+checks.report("logprobs and data_logprobs together are BAD_REQUEST",
+              [f.kind for f in frames] == ["ERROR"] and frames[0].fields[2] == "BAD_REQUEST", [f.fields for f in frames])
+serves_on(eng, "data_logprobs")
+
 checks.report("the engine exits 0 at EOF", eng.close() == 0)
 sys.exit(checks.finish())
