@@ -1,5 +1,5 @@
-// An API dialect: how one HTTP API (OpenAI chat, OpenAI completions; later the Anthropic
-// Messages API) reads its request body and writes the answer. The generation itself
+// An API dialect: how one HTTP API (OpenAI chat, OpenAI completions, the Anthropic Messages
+// API) reads its request body and writes the answer. The generation itself
 // (admission, the engine, stop sequences, the reasoning/content split) knows no dialect:
 // gateway/generation_driver.h hands a dialect's Formatter the text pieces, the finish reason
 // and the usage, and the formatter writes either one JSON body or the SSE events.
@@ -114,6 +114,9 @@ public:
     virtual void token_logprobs(std::vector<TokenLogprob> tokens) { (void)tokens; }
     // Not streaming: the response body for a complete answer.
     virtual nlohmann::json body(const Answer& answer) const = 0;
+    // The stop sequence that ended the answer, before stream_end or body (Finish::StopSequence):
+    // for a dialect that names it (the Messages API's stop_sequence).
+    virtual void stop_matched(std::string_view sequence) { (void)sequence; }
 };
 
 struct Dialect {
@@ -127,6 +130,14 @@ struct Dialect {
     std::unique_ptr<Formatter> (*make)(const GenerationRequest& request, ResponseMeta meta);
     // Any error on this dialect's routes (before the response is committed) as its body.
     nlohmann::json (*error_body)(const ApiError& error);
+    // Its HTTP status, where the dialect says it otherwise (the Messages API's 529 for an
+    // overloaded server); nullptr: the error's own.
+    int (*error_status)(const ApiError& error) = nullptr;
 };
+
+// The status an error is answered with on `dialect`'s routes.
+inline int status_of(const Dialect& dialect, const ApiError& error) {
+    return dialect.error_status ? dialect.error_status(error) : error.status;
+}
 
 }  // namespace inkling::gateway

@@ -108,8 +108,9 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
     // ---- submit, retrying while the engine dies before ACCEPT -------------------------
     std::shared_ptr<RequestStream> stream;
     protocol::Accept accept;
+    bool counted = false;  // count_only: the engine's refusal named the count (CONTEXT_EXCEEDED)
     int deaths_with_it = 0;  // engines that ended while they had this request
-    for (int attempt = 0; !failure && !stream; ++attempt) {
+    for (int attempt = 0; !failure && !stream && !counted; ++attempt) {
         if (!co_await engine_.wait_ready(Clock::now() + o_.engine_wait)) {
             failure = ApiError(503, "server_error", "the engine is not available (" +
                                                         std::string(EngineSupervisor::state_name(engine_.state())) +
@@ -126,11 +127,16 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
         s.prompt = g.prompt;
         s.extension = g.audio;
         s.options.seed = g.seed;
+        s.options.top_k = g.top_k;
         s.grammar = g.constraint;
         // The answer's log-probs: a tail on DATA only (no ECHO, prefix reuse kept), with the
         // alternatives' text, which the gateway cannot look up (PROTOCOL.md §5.1.1).
         if (g.logprobs) s.options.data_logprobs = std::max<std::uint32_t>(1, *g.logprobs);
         auto candidate = engine_.submit(std::move(s));
+        // Counting: ACCEPT carries the engine's count and nothing is to be generated. The
+        // CANCEL goes out right behind the SUBMIT, so the engine reads both before its next
+        // round: it tokenizes the prompt and computes nothing.
+        if (g.count_only) engine_.cancel(candidate->id());
         waiting_on = candidate;
         const auto accept_by = Clock::now() + o_.accept_deadline;
         while (true) {
@@ -160,7 +166,13 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
                 break;
             }
             if (auto* e = std::get_if<protocol::Error>(&*ev)) {
-                failure = engine_refusal(*e);
+                const auto n = g.count_only ? context_exceeded_prompt_tokens(*e) : std::nullopt;
+                if (n) {
+                    accept.prompt_tokens = *n;  // too long to serve, counted all the same
+                    counted = true;
+                } else {
+                    failure = engine_refusal(*e);
+                }
                 break;
             }
             if (auto* died = std::get_if<EngineDied>(&*ev)) {
@@ -190,7 +202,23 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
     if (failure) {
         watch->response_started = true;
         const nlohmann::json body = dialect.error_body(*failure);
-        co_await write_json(c, req, failure->status, body, endpoint, failure->retry_after);
+        co_await write_json(c, req, status_of(dialect, *failure), body, endpoint, failure->retry_after);
+        co_return;
+    }
+    if (g.count_only) {
+        // The slot goes back to the pool only once the engine has ended the request (its
+        // answer to the CANCEL, or a DONE if a round ran first), or the frame deadline passed.
+        const auto end_by = Clock::now() + o_.frame_deadline;
+        while (stream && !c.disconnected) {
+            auto ev = co_await stream->next(end_by);
+            if (!ev ? Clock::now() >= end_by : !std::holds_alternative<protocol::Data>(*ev)) break;
+        }
+        if (stream) engine_.release(stream->id());
+        if (c.disconnected) co_return;
+        Answer count;
+        count.usage.prompt_tokens = accept.prompt_tokens;
+        watch->response_started = true;
+        co_await write_json(c, req, 200, dialect.make(g, meta)->body(count), endpoint);
         co_return;
     }
     metrics_.tokens_in.inc(static_cast<double>(accept.prompt_tokens));
@@ -227,7 +255,7 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
     GenerationDriver driver(*formatter, driver_options(g, dialect.message_output));
     if (g.stream) {
         const std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-                                 "X-Accel-Buffering: no\r\nConnection: close\r\nx-request-id: " + id + "\r\n" +
+                                 "X-Accel-Buffering: no\r\nConnection: close\r\nx-request-id: " + id + "\r\nrequest-id: " + id + "\r\n" +
                                  cors_header_block(req) + "\r\n";
         co_await send(head);
         c.close_after = true;  // SSE: the stream ends with the connection
@@ -315,7 +343,7 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
         co_await write_json(c, req, 200, end->body, endpoint);
     } else {
         const nlohmann::json body = dialect.error_body(*end->error);
-        co_await write_json(c, req, end->error->status, body, endpoint, end->error->retry_after);
+        co_await write_json(c, req, status_of(dialect, *end->error), body, endpoint, end->error->retry_after);
     }
 }
 

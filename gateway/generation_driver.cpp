@@ -1,6 +1,7 @@
 #include "gateway/generation_driver.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "gateway/output_splitter.h"
 
@@ -56,7 +57,10 @@ std::string GenerationDriver::content(const std::string& text) {
     auto f = stops_.feed(text);
     release_logprobs(f.text);
     std::string bytes = emit(Channel::Content, f.text);
-    if (f.stopped) stop_engine();
+    if (f.stopped && !stop_sent_) {
+        stop_engine();
+        formatter_.stop_matched(stops_.matched());
+    }
     return bytes;
 }
 
@@ -178,6 +182,17 @@ ApiError engine_refusal(const protocol::Error& e) {
                             (e.detail.empty() ? "" : " " + e.detail),
                         "", "engine_error");
     }
+}
+
+std::optional<std::uint64_t> context_exceeded_prompt_tokens(const protocol::Error& e) {
+    static constexpr std::string_view kKey = "prompt_tokens=";
+    if (e.code != protocol::ErrorCode::ContextExceeded || !e.detail.starts_with(kKey)) return std::nullopt;
+    const std::string_view digits = std::string_view(e.detail).substr(kKey.size());
+    std::uint64_t n = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+    if (ec != std::errc() || end == digits.data() || (end != digits.data() + digits.size() && *end != ' '))
+        return std::nullopt;
+    return n;
 }
 
 ApiError generation_failure(const std::string& why, const std::string& code) {

@@ -94,6 +94,9 @@ private:
 // An engine ERROR before ACCEPT as the error a client should see (400 for a prompt the
 // engine refuses, 429 while it is busy, 500 otherwise).
 ApiError engine_refusal(const protocol::Error& error);
+// CONTEXT_EXCEEDED's prompt_tokens=N (PROTOCOL.md §7.3: the one ERROR detail with a
+// grammar): the engine's count of a prompt too long to serve; nullopt for any other error.
+std::optional<std::uint64_t> context_exceeded_prompt_tokens(const protocol::Error& error);
 // A generation that failed after ACCEPT: 503 server_error, Retry-After 1, the message
 // "generation failed: <why>".
 ApiError generation_failure(const std::string& why, const std::string& code = "engine_error");

@@ -1,6 +1,7 @@
 // OpenAI request bodies → what the engine needs: the rendered TMLv0 prompt (chat) or the
 // raw prompt (completions), DMel bytes for audio parts, sampling settings, stop
-// sequences. Every problem is an ApiError naming the field.
+// sequences. Every problem is an ApiError naming the field. GenerationRequest is every
+// dialect's (gateway/anthropic_request.h fills it for the Messages API).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,7 @@ struct GenerationRequest {
     std::uint64_t max_tokens = 0;
     double temperature = 1.0;
     double top_p = 1.0;
+    std::uint32_t top_k = 0;          // SUBMIT top_k (0: off); the Messages API's top_k
     std::optional<std::uint64_t> seed;
     std::vector<std::string> stop;
     bool start_in_content = true;     // the prompt already opened the answer
@@ -44,6 +46,11 @@ struct GenerationRequest {
     // The engine's constraint (SUBMIT grammar=N, PROTOCOL.md §12.3): the output must match it
     // (a forced tool choice, tool_constraint.h); "" for none.
     std::string constraint = {};
+    // The Messages API's thinking display "omitted": thinking blocks are sent without their text.
+    bool omit_reasoning = false;
+    // POST /v1/messages/count_tokens: the engine counts the prompt (ACCEPT) and generates
+    // nothing (the request is CANCELled at once); the answer is the count.
+    bool count_only = false;
 };
 
 // JSON nests at most this deep (arrays and objects): 32 MiB of '[' would otherwise cost

@@ -11,6 +11,7 @@
 #include "gateway/connection.h"
 #include "gateway/dialect_chat.h"
 #include "gateway/dialect_completions.h"
+#include "gateway/dialect_messages.h"
 #include "gateway/server.h"
 #include "gateway/web_assets.h"
 #include "protocol/fields.h"
@@ -53,10 +54,20 @@ const Server::Route* Server::find_route(const std::string& path) {
         {"/v1/models/", true, true, Route::kAny, "use GET", &Server::on_model},
         {"/v1/chat/completions", false, true, Route::kPost, "use POST", &Server::on_generation, &chat_dialect()},
         {"/v1/completions", false, true, Route::kPost, "use POST", &Server::on_generation, &completions_dialect()},
+        // The Anthropic Messages API (x-api-key or Bearer; anthropic-version and anthropic-beta
+        // are accepted whatever they say). The SDK's beta client appends ?beta=true: routed
+        // on the path alone.
+        {"/v1/messages", false, true, Route::kPost, "use POST", &Server::on_generation, &messages_dialect()},
+        {"/v1/messages/count_tokens", false, true, Route::kPost, "use POST", &Server::on_generation, &count_tokens_dialect()},
     };
     for (const Route& r : table)
         if (r.prefix ? path.starts_with(r.path) : path == r.path) return &r;
     return nullptr;
+}
+
+const Dialect* Server::dialect_of(const std::string& path) {
+    const Route* route = find_route(path);
+    return route ? route->dialect : nullptr;
 }
 
 awaitable<bool> Server::route(Connection& c, Request& req) {
@@ -76,14 +87,12 @@ awaitable<bool> Server::route(Connection& c, Request& req) {
     std::optional<ApiError> failure;
     try {
         if (req.count(http::field::host) > 1 || (req.version() >= 11 && req[http::field::host].empty())) {
-            const nlohmann::json bad = ApiError(400, "invalid_request_error", "exactly one Host header is required").body();
             req.keep_alive(false);
-            co_await write_json(c, req, 400, bad, "other");
+            co_await refuse_early(c, req, route, ApiError(400, "invalid_request_error", "exactly one Host header is required"));
             co_return false;
         }
         if (!host_allowed(req)) {
-            const nlohmann::json forbidden = ApiError(403, "forbidden", "Host header not allowed").body();
-            co_await write_json(c, req, 403, forbidden, "other");
+            co_await refuse_early(c, req, route, ApiError(403, "forbidden", "Host header not allowed"));
             co_return false;
         }
         // The per-address cap: connections of a direct client, requests in flight of one
@@ -97,13 +106,12 @@ awaitable<bool> Server::route(Connection& c, Request& req) {
         if (path != "/health" && path != "/metrics") {
             auto it = per_ip_.find(client.address);
             if (it != per_ip_.end() && it->second > o_.max_connections_per_ip) {
-                const nlohmann::json busy = ApiError(429, "rate_limit_error",
-                                                     "too many connections from " + client.address + " (" +
-                                                         std::to_string(o_.max_connections_per_ip) + " at most); retry",
-                                                     "", "too_many_connections", 1)
-                                                .body();
                 req.keep_alive(false);
-                co_await write_json(c, req, 429, busy, "other", 1);
+                co_await refuse_early(c, req, route,
+                                      ApiError(429, "rate_limit_error",
+                                               "too many connections from " + client.address + " (" +
+                                                   std::to_string(o_.max_connections_per_ip) + " at most); retry",
+                                               "", "too_many_connections", 1));
                 co_return false;
             }
         }
@@ -154,8 +162,17 @@ awaitable<bool> Server::route(Connection& c, Request& req) {
     const bool keep = failure->status < 500 && failure->status != 413;
     if (!keep) req.keep_alive(false);
     const nlohmann::json body = dialect ? dialect->error_body(*failure) : failure->body();
-    co_await write_json(c, req, failure->status, body, dialect ? dialect->endpoint : "other", failure->retry_after);
+    co_await write_json(c, req, dialect ? status_of(*dialect, *failure) : failure->status, body,
+                        dialect ? dialect->endpoint : "other", failure->retry_after);
     co_return keep;
+}
+
+// A guard's refusal, before the handler runs: shaped by the path's dialect like any error on
+// it, but counted as "other" (the request never reached its endpoint).
+awaitable<void> Server::refuse_early(Connection& c, Request& req, const Route* route, const ApiError& error) {
+    const Dialect* dialect = route ? route->dialect : nullptr;
+    const nlohmann::json body = dialect ? dialect->error_body(error) : error.body();
+    co_await write_json(c, req, dialect ? status_of(*dialect, error) : error.status, body, "other", error.retry_after);
 }
 
 awaitable<bool> Server::on_preflight(Call& call) {

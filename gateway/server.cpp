@@ -110,10 +110,12 @@ awaitable<void> Server::serve(std::shared_ptr<Connection> c) {
             if (ec == http::error::body_limit) {
                 Response res{http::status::payload_too_large, 11};
                 res.set(http::field::content_type, "application/json");
-                res.body() = ApiError(413, "invalid_request_error",
-                                      "the request body exceeds " + std::to_string(o_.max_body) + " bytes")
-                                 .body()
-                                 .dump();
+                const ApiError too_large(413, "invalid_request_error",
+                                         "the request body exceeds " + std::to_string(o_.max_body) + " bytes");
+                // The headers are in: the path's dialect shapes the error, as any on its route.
+                const std::string target(parser.get().target());
+                const Dialect* dialect = dialect_of(target.substr(0, target.find('?')));
+                res.body() = (dialect ? dialect->error_body(too_large) : too_large.body()).dump();
                 res.keep_alive(false);
                 res.prepare_payload();
                 metrics_.request("other", 413);
@@ -271,7 +273,9 @@ awaitable<void> Server::write_json(Connection& c, const Request& req, int status
                                    const char* endpoint, int retry_after) {
     Response res{static_cast<http::status>(status), req.version()};
     res.set(http::field::content_type, "application/json");
-    res.set("x-request-id", "req_" + std::to_string(++request_counter_));
+    const std::string request_id = "req_" + std::to_string(++request_counter_);
+    res.set("x-request-id", request_id);
+    res.set("request-id", request_id);  // the name the Anthropic SDK reads
     if (retry_after > 0) res.set(http::field::retry_after, std::to_string(retry_after));
     cors(req, res);
     res.keep_alive(req.keep_alive());

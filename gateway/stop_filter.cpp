@@ -12,7 +12,9 @@ StopFilter::Out StopFilter::feed(const std::string& piece) {
     std::size_t first = std::string::npos;
     for (const auto& s : stops_) {
         auto at = held_.find(s);
-        if (at != std::string::npos) first = std::min(first, at);
+        if (at == std::string::npos) continue;
+        if (at < first || (at == first && s.size() < matched_.size())) matched_ = s;
+        first = std::min(first, at);
     }
     if (first != std::string::npos) {
         out.text = held_.substr(0, first);

@@ -22,10 +22,13 @@ public:
     Out feed(const std::string& piece);
     Out flush();  // end of generation without a match: release the held-back tail
     bool stopped() const { return stopped_; }
+    // The sequence that matched ("" before one did): of those that start earliest, the
+    // shortest (the one a stream completes first).
+    const std::string& matched() const { return matched_; }
 
 private:
     std::vector<std::string> stops_;
-    std::string held_;
+    std::string held_, matched_;
     bool stopped_ = false;
 };
 

@@ -58,14 +58,20 @@ struct Events {
     std::string trailing;  // bytes after [DONE] (must be none)
 };
 
+// The SSE event at `at`, without its blank line; `at` moves past it.
+inline std::string next_sse_event(const std::string& bytes, std::size_t& at) {
+    const std::size_t end = bytes.find("\n\n", at);
+    REQUIRE_MESSAGE(end != std::string::npos, "an SSE event without its blank line: " << bytes.substr(at));
+    std::string event = bytes.substr(at, end - at);
+    at = end + 2;
+    return event;
+}
+
 inline Events parse_sse(const std::string& bytes) {
     Events out;
     std::size_t at = 0;
     while (at < bytes.size()) {
-        const std::size_t end = bytes.find("\n\n", at);
-        REQUIRE_MESSAGE(end != std::string::npos, "an SSE event without its blank line: " << bytes.substr(at));
-        const std::string event = bytes.substr(at, end - at);
-        at = end + 2;
+        const std::string event = next_sse_event(bytes, at);
         REQUIRE_MESSAGE(event.starts_with("data: "), "not a data event: " << event);
         const std::string data = event.substr(6);
         if (data == "[DONE]") {
