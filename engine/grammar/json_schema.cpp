@@ -7,6 +7,7 @@
 
 #include "engine/grammar/error.h"
 #include "engine/grammar/integer_range.h"
+#include "engine/grammar/pattern.h"
 #include "engine/grammar/string_formats.h"
 
 namespace inkling::grammar {
@@ -20,7 +21,7 @@ const std::set<std::string> kAnnotations = {"title",      "description", "defaul
 const std::set<std::string> kTaken = {"type",     "properties", "required", "additionalProperties",
                                       "enum",     "const",      "items",    "minItems",
                                       "maxItems", "anyOf",      "allOf",    "$ref",
-                                      "format",   "minLength",  "maxLength", "minimum",
+                                      "format",   "minLength",  "maxLength", "pattern", "minimum",
                                       "maximum",  "exclusiveMinimum", "exclusiveMaximum"};
 const char* const kBounds[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
 
@@ -183,7 +184,8 @@ Frag SchemaCompiler::value(const json& s, const std::string& at, int depth) {
         if (s.contains("properties") || s.contains("required") || s.contains("additionalProperties"))
             types.push_back("object");
         else if (s.contains("items") || s.contains("minItems") || s.contains("maxItems")) types.push_back("array");
-        else if (s.contains("format") || s.contains("minLength") || s.contains("maxLength")) types.push_back("string");
+        else if (s.contains("format") || s.contains("minLength") || s.contains("maxLength") || s.contains("pattern"))
+            types.push_back("string");
         else if (std::any_of(std::begin(kBounds), std::end(kBounds), [&](const char* k) { return s.contains(k); }))
             types.push_back("integer");  // bounds alone: integers in range (a subset of the numbers allowed)
         else return any_value_call();
@@ -240,6 +242,16 @@ Frag SchemaCompiler::literals(const std::vector<json>& values) {
 }
 
 Frag SchemaCompiler::string(const json& s, const std::string& at) {
+    if (s.contains("pattern")) {
+        if (!s["pattern"].is_string()) refuse(child(at, "pattern"), "pattern must be a string");
+        if (s.contains("format") || s.contains("minLength") || s.contains("maxLength"))
+            refuse(at, "format/minLength/maxLength beside pattern is not supported");
+        try {
+            return n_.seq({n_.literal("\""), pattern_string_body(n_, s["pattern"].get<std::string>()), n_.literal("\"")});
+        } catch (const Error& e) {
+            refuse(child(at, "pattern"), e.what());
+        }
+    }
     if (s.contains("format")) {
         if (!s["format"].is_string()) refuse(child(at, "format"), "format must be a string");
         if (s.contains("minLength") || s.contains("maxLength"))

@@ -4,21 +4,23 @@
 //   Nfa n;  std::vector<Frag> rules(1);
 //   SchemaCompiler c(n, rules, schema, {Whitespace::Flexible, KeyOrder::Declared});
 //   rules[0] = c.compile();                            // the root value
-//   Grammar g = Grammar::compile(n, c.finish());
+//   c.finish();                                        // the rules recursion asked for
+//   Grammar g = Grammar::compile(n, rules);
 //
 // Taken: type (one or a list), properties, required, additionalProperties (false, or a
 // schema for a map with no properties), enum, const, items, minItems/maxItems (≤ 256),
 // anyOf, minimum/maximum/exclusiveMinimum/exclusiveMaximum on integers (integer_range.h),
 // allOf of one schema, $ref to "#", "#/$defs/…" or "#/definitions/…" (recursion
-// included), string format (string_formats.h), minLength/maxLength (≤ 256), and the
+// included), string format (string_formats.h), pattern (pattern.h), minLength/maxLength
+// (≤ 256), and the
 // annotations (title, description, default, examples, $comment, $schema, $id, deprecated,
 // readOnly, writeOnly). `{}` and `true` are any JSON value.
 // Output keys come in the schema's order (KeyOrder::Sorted: sorted, as Inkling's tool
 // arguments are); a property not in `required` may be left out; with additionalProperties
 // absent or true, only the declared properties are written (a subset of what the schema
 // allows, so output always validates), and an object with no properties is any object.
-// Refused (Error "schema at <pointer>: …"): every other keyword (pattern, bounds on a
-// number, multipleOf, oneOf, not, if/then/else, patternProperties, prefixItems, …),
+// Refused (Error "schema at <pointer>: …"): every other keyword (bounds on a number,
+// multipleOf, oneOf, not, if/then/else, patternProperties, prefixItems, …),
 // `false`, unknown types and formats, bounds past the limits, and refs that point
 // outside the document.
 #pragma once

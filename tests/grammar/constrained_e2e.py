@@ -33,6 +33,7 @@ SCHEMA = {
     "type": "object",
     "properties": {
         "name": {"type": "string", "maxLength": 12},
+        "code": {"type": "string", "pattern": "^[A-Z]{2}-[0-9]{3}$"},
         "age": {"type": "integer", "minimum": 0, "maximum": 120},
         "color": {"enum": ["red", "green", "blue"]},
         "tags": {"type": "array", "items": {"type": "string", "maxLength": 6}, "maxItems": 3},
@@ -44,7 +45,7 @@ SCHEMA = {
                             "required": ["city", "zip"], "additionalProperties": False}]},
         "ok": {"type": "boolean"},
     },
-    "required": ["name", "age", "color", "tags", "when", "score", "home", "ok"],
+    "required": ["name", "code", "age", "color", "tags", "when", "score", "home", "ok"],
     "additionalProperties": False,
 }
 ARGS = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10},
@@ -125,11 +126,11 @@ def tool_runs(eng, label, seeds):
 
 
 def refusals(eng, label):
-    node = {"type": "json_schema", "schema": {"type": "object", "properties": {"x": {"type": "string", "pattern": "^a"}}}}
+    node = {"type": "json_schema", "schema": {"type": "object", "properties": {"x": {"type": "integer", "multipleOf": 3}}}}
     _, end = run(eng, "bad", PROMPT, node, 10, 0)
     detail = " ".join(end.fields[3:])
     checks.report(f"{label}: a refused schema is ERROR BAD_REQUEST naming the construct and where",
-                  end.kind == "ERROR" and end.fields[2] == "BAD_REQUEST" and "'pattern'" in detail
+                  end.kind == "ERROR" and end.fields[2] == "BAD_REQUEST" and "'multipleOf'" in detail
                   and "/properties/x" in detail, end.fields)
     eng.send(b"SUBMIT big 0 2 4 0 1 3 grammar=4\nhi{}}\n")
     f = eng.frame()

@@ -150,6 +150,22 @@ TEST_CASE("json schema: integer bounds, every integer of a span checked") {
     check(R"({"minimum":1,"maximum":3})", {"1", "3"}, {"0", "4", "2.5"});
 }
 
+TEST_CASE("json schema: pattern, as JSON string content") {
+    check(R"j({"type":"string","pattern":"^[A-Z]{2}-\\d{3,4}$"})j", {R"j("AB-123")j", R"j("ZZ-0000")j"},
+          {R"j("ab-123")j", R"j("AB-12")j", R"j("AB-12345")j", R"j("xAB-123")j"});
+    // Unanchored: anywhere in the string.
+    check(R"j({"type":"string","pattern":"cat|dog"})j", {R"j("a cat!")j", R"j("dog")j", R"j("hotdogs")j"},
+          {R"j("cow")j", R"j("")j"});
+    // Characters JSON must escape are written escaped: a quote, a backslash, a newline.
+    check(R"j({"type":"string","pattern":"^\"[^\"]*\"\\\\$"})j", {R"j("\"hi\"\\")j"}, {R"j("\"hi\"")j"});
+    check(R"j({"type":"string","pattern":"^a\\nb$"})j", {R"j("a\nb")j"}, {"\"a\nb\""});
+    // Groups, repetition, dot (not a newline), classes with escapes.
+    check(R"j({"type":"string","pattern":"^(?:ab)+.?$"})j", {R"j("abab")j", R"j("abx")j", R"j("abé")j"},
+          {R"j("abxy")j", R"j("ab\n")j"});
+    check(R"j({"type":"string","pattern":"^[\\w.-]+@[a-z]+\\.(com|org)$"})j", {R"j("a.b-c_d@x.org")j"},
+          {R"j("a@x.net")j"});
+}
+
 TEST_CASE("json schema: any value") {
     check("{}", {"1", R"("s")", R"({"a":[null,true]})", "[]"}, {"", "[1,]"});
     check("true", {"false"}, {"nope"});
@@ -157,7 +173,14 @@ TEST_CASE("json schema: any value") {
 
 TEST_CASE("json schema: every refusal names its construct") {
     const std::vector<std::pair<std::string, std::string>> cases = {
-        {R"({"type":"string","pattern":"^a+$"})", "'pattern'"},
+        {R"j({"type":"string","pattern":"^(?=a)"})j", "lookaround"},
+        {R"j({"type":"string","pattern":"(a)\\1"})j", "backreference"},
+        {R"j({"type":"string","pattern":"\\bword"})j", "word boundary"},
+        {R"j({"type":"string","pattern":"\\p{L}"})j", "Unicode property"},
+        {R"j({"type":"string","pattern":"a^b"})j", "anchor not at"},
+        {R"j({"type":"string","pattern":"a{1000}"})j", "bound above 256"},
+        {R"j({"type":"string","pattern":"(ab"})j", "unclosed '('"},
+        {R"j({"type":"string","pattern":"a","maxLength":3})j", "beside pattern"},
         {R"({"type":"number","minimum":0})", "'minimum' on a number"},
         {R"({"type":"number","maximum":3})", "'maximum'"},
         {R"({"type":"number","exclusiveMinimum":3})", "'exclusiveMinimum'"},
@@ -193,8 +216,10 @@ TEST_CASE("json schema: every refusal names its construct") {
         if (needle != "left-recursive") CHECK_MESSAGE(why.find("schema at") != std::string::npos, why);
     }
     // Where it is: the pointer into the schema.
-    CHECK(refusal(R"({"type":"object","properties":{"x":{"type":"string","pattern":"a"}}})").find("/properties/x") !=
+    CHECK(refusal(R"({"type":"object","properties":{"x":{"type":"string","format":"ipv6"}}})").find("/properties/x") !=
           std::string::npos);
+    CHECK(refusal(R"j({"type":"object","properties":{"x":{"type":"string","pattern":"\\b"}}})j")
+              .find("/properties/x/pattern") != std::string::npos);
 }
 
 TEST_CASE("constraint nodes: text, tokens, sequences, repeats, and their refusals") {
