@@ -296,8 +296,9 @@ GenerationRequest parse_chat_request(const json& body, const GatewayLimits& limi
     } catch (const std::invalid_argument& e) {
         throw bad_request(e.what(), "messages");
     }
-    // With tools the generation prompt leaves the model free to open a call (tml_render.h).
-    r.start_in_content = effort == 0.0 && render_options.tools.empty();
+    // Text before any content-kind marker is the answer at effort 0: the prompt opened it, or
+    // (with tools, whose generation prompt stays bare) the model answers without thinking.
+    r.start_in_content = effort == 0.0;
     return r;
 }
 

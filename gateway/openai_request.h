@@ -35,7 +35,7 @@ struct GenerationRequest {
     std::uint32_t top_k = 0;          // SUBMIT top_k (0: off); the Messages API's top_k
     std::optional<std::uint64_t> seed;
     std::vector<std::string> stop;
-    bool start_in_content = true;     // the prompt already opened the answer
+    bool start_in_content = true;     // text before any content-kind marker is the answer (effort 0)
     std::uint64_t affinity = 0;       // conversation key (AffinityMap::key_of): which slot keeps its prefix
     std::optional<int> slot_hint;     // explicit `cache_slot`
     std::string user;

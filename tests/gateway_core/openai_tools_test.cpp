@@ -233,7 +233,7 @@ TEST_CASE("chat request: tools render the declaration; a call and its result ren
                                {{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "3C, rain"}}})}};
     const GenerationRequest g = parse_chat_request(body, limits());
     CHECK(g.tools.choice == ToolChoice::Auto);
-    CHECK_FALSE(g.start_in_content);
+    CHECK(g.start_in_content);  // effort 0: text before any marker is the answer
     const std::string decl =
         R"([{"description":"Weather now","name":"get_weather","parameters":{"properties":{"city":{"type":"string"}},"type":"object"},"type":"function"}])";
     CHECK(g.prompt ==
