@@ -66,8 +66,9 @@ const Server::Route* Server::find_route(const std::string& path) {
 }
 
 const Dialect* Server::dialect_of(const std::string& path) {
-    const Route* route = find_route(path);
-    return route ? route->dialect : nullptr;
+    if (const Route* route = find_route(path)) return route->dialect;
+    // Paths of the Messages API this server does not serve (batches, …): a 404 the SDK reads.
+    return path.starts_with("/v1/messages/") ? &messages_dialect() : nullptr;
 }
 
 awaitable<bool> Server::route(Connection& c, Request& req) {
@@ -88,11 +89,11 @@ awaitable<bool> Server::route(Connection& c, Request& req) {
     try {
         if (req.count(http::field::host) > 1 || (req.version() >= 11 && req[http::field::host].empty())) {
             req.keep_alive(false);
-            co_await refuse_early(c, req, route, ApiError(400, "invalid_request_error", "exactly one Host header is required"));
+            co_await refuse_early(c, req, path, ApiError(400, "invalid_request_error", "exactly one Host header is required"));
             co_return false;
         }
         if (!host_allowed(req)) {
-            co_await refuse_early(c, req, route, ApiError(403, "forbidden", "Host header not allowed"));
+            co_await refuse_early(c, req, path, ApiError(403, "forbidden", "Host header not allowed"));
             co_return false;
         }
         // The per-address cap: connections of a direct client, requests in flight of one
@@ -107,7 +108,7 @@ awaitable<bool> Server::route(Connection& c, Request& req) {
             auto it = per_ip_.find(client.address);
             if (it != per_ip_.end() && it->second > o_.max_connections_per_ip) {
                 req.keep_alive(false);
-                co_await refuse_early(c, req, route,
+                co_await refuse_early(c, req, path,
                                       ApiError(429, "rate_limit_error",
                                                "too many connections from " + client.address + " (" +
                                                    std::to_string(o_.max_connections_per_ip) + " at most); retry",
@@ -158,7 +159,7 @@ awaitable<bool> Server::route(Connection& c, Request& req) {
     // A stream already committed (SSE) cannot take an error body: end the connection.
     if (c.close_after) co_return false;
     // Thrown before anything was written for this request: the route's dialect shapes it.
-    const Dialect* dialect = route ? route->dialect : nullptr;
+    const Dialect* dialect = dialect_of(path);
     const bool keep = failure->status < 500 && failure->status != 413;
     if (!keep) req.keep_alive(false);
     const nlohmann::json body = dialect ? dialect->error_body(*failure) : failure->body();
@@ -169,8 +170,8 @@ awaitable<bool> Server::route(Connection& c, Request& req) {
 
 // A guard's refusal, before the handler runs: shaped by the path's dialect like any error on
 // it, but counted as "other" (the request never reached its endpoint).
-awaitable<void> Server::refuse_early(Connection& c, Request& req, const Route* route, const ApiError& error) {
-    const Dialect* dialect = route ? route->dialect : nullptr;
+awaitable<void> Server::refuse_early(Connection& c, Request& req, const std::string& path, const ApiError& error) {
+    const Dialect* dialect = dialect_of(path);
     const nlohmann::json body = dialect ? dialect->error_body(error) : error.body();
     co_await write_json(c, req, dialect ? status_of(*dialect, error) : error.status, body, "other", error.retry_after);
 }

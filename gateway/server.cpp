@@ -277,6 +277,7 @@ awaitable<void> Server::write_json(Connection& c, const Request& req, int status
     res.set("x-request-id", request_id);
     res.set("request-id", request_id);  // the name the Anthropic SDK reads
     if (retry_after > 0) res.set(http::field::retry_after, std::to_string(retry_after));
+    if (status == 529) res.reason("Overloaded");  // Anthropic's; not an IANA status Beast can name
     cors(req, res);
     res.keep_alive(req.keep_alive());
     res.body() = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

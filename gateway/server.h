@@ -60,8 +60,10 @@ private:
     // Returns whether the connection may serve another request.
     awaitable<bool> route(Connection& c, Request& req);
     static const Route* find_route(const std::string& path);
-    static const Dialect* dialect_of(const std::string& path);  // the path's route's, or nullptr
-    awaitable<void> refuse_early(Connection& c, Request& req, const Route* route, const ApiError& error);
+    // The dialect that shapes errors on `path`: its route's, the Messages API's under
+    // /v1/messages/, else nullptr (OpenAI's shape).
+    static const Dialect* dialect_of(const std::string& path);
+    awaitable<void> refuse_early(Connection& c, Request& req, const std::string& path, const ApiError& error);
     awaitable<bool> on_preflight(Call& call);
     awaitable<bool> on_health(Call& call);
     awaitable<bool> on_web_asset(Call& call);

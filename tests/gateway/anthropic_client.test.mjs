@@ -403,4 +403,12 @@ await r.check('anthropic/error-wrong-method', async () => {
     assertEq(res.json?.error?.type, 'invalid_request_error', 'error.type');
 });
 
+await r.check('anthropic/error-unserved-messages-path', async () => {
+    // Batches are not served: a 404 in Anthropic's shape, which the SDK raises as NotFoundError.
+    let err;
+    try { await client.beta.messages.batches.list(); } catch (e) { err = e; }
+    assert(err instanceof Anthropic.NotFoundError, `expected NotFoundError, got ${err?.constructor?.name}: ${err?.message}`);
+    assertEq(err.type, 'not_found_error', 'error.type');
+});
+
 r.finish();
