@@ -398,8 +398,10 @@ GenerationRequest parse(const json& body, const GatewayLimits& limits, Mode mode
         const auto open = std::find_if(parts.rbegin(), parts.rend(), [](const tml::Part& part) { return !part.text.empty(); });
         r.start_in_content = open->kind == tml::Part::Kind::Text;
     } else {
-        // With tools the generation prompt leaves the model free to open a call (tml_render.h).
-        r.start_in_content = thinking.effort == 0.0 && options.tools.empty();
+        // Text before any content-kind marker is the answer at effort 0: the prompt opened it,
+        // or (with tools, whose generation prompt stays bare) the model answers without
+        // thinking; as on /v1/chat/completions.
+        r.start_in_content = thinking.effort == 0.0;
     }
     return r;
 }
