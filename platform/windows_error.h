@@ -7,19 +7,11 @@
 
 namespace inkling::platform {
 
-inline std::string error_text(DWORD code) {
-    char* text = nullptr;
-    const DWORD n = FormatMessageA(FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM |
-                                       FORMAT_MESSAGE_IGNORE_INSERTS,
-                                   nullptr, code, 0, reinterpret_cast<char*>(&text), 0, nullptr);
-    std::string s = n && text ? std::string(text, n) : "Windows error " + std::to_string(code);
-    if (text) LocalFree(text);
-    while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '.')) s.pop_back();
-    return s;
-}
-
-inline thread_local std::string g_last_error;
-inline void remember_error(DWORD code) { g_last_error = error_text(code); }
-inline std::string remembered_error() { return g_last_error; }
+std::string error_text(DWORD code);
+// The calling thread's last remembered error. (One definition in windows_error.cpp: an
+// inline thread_local in this header gave every user its own TLS init function, which
+// mingw-w64's linker refuses as multiply defined.)
+void remember_error(DWORD code);
+std::string remembered_error();
 
 }  // namespace inkling::platform
