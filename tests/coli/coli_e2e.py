@@ -124,7 +124,7 @@ def main():
     held = hold_engine(tmp)
     p = subprocess.Popen([COLI, "chat", "--no-attach", "--model", MODEL, "--engine", held, "--max-tokens", "100000",
                           "--ctx", "100000"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
+                         text=True, errors="replace")  # os.read below may cut a UTF-8 character
     p.stdin.write("tell me everything\n")
     p.stdin.flush()
     # Kill the engine once the answer is streaming (not while it still loads); it holds after

@@ -12,7 +12,8 @@ if [[ ! -x "$wine" ]]; then
 elif [[ ! -f "$win/inkling.exe" || ! -f "$win/coli.exe" || ! -f "$win/echo-engine-text-stdio.exe" ]]; then
     for s in "${win_suites[@]}"; do skip_suite "$s" "no Windows build in $win (make windows)"; done
 else
-    export WINEPREFIX="$build/wineprefix" WINEDEBUG=-all
+    # Wine takes only an absolute prefix ($build is relative under make test).
+    export WINEPREFIX="$(realpath -m "$build")/wineprefix" WINEDEBUG=-all
     # The prefix (~15 s, once per build folder), then one wine server for all the suites
     # (each .exe would otherwise start and stop one).
     mkdir -p "$WINEPREFIX"
