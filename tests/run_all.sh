@@ -183,7 +183,8 @@ run_suite coli-features /usr/bin/python3 "$root/tests/coli/coli_features_e2e.py"
 run_suite conformance-echo "$build/protocol-conformance" --scratch "$log_dir" -- "$build/echo-engine"
 run_suite conformance-echo-1slot "$build/protocol-conformance" --scratch "$log_dir" -- "$build/echo-engine" --slots 1
 
-echo "$passed passed, $failed failed, $skipped skipped"
 # The Windows build under Wine: conformance through real pipes, the negative control, oracles, coli.exe.
 source "$root/tests/windows/suites.sh"
+
+echo "$passed passed, $failed failed, $skipped skipped"
 [[ $failed -eq 0 ]]
