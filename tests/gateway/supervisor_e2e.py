@@ -535,7 +535,10 @@ def read_releasing(s, pid, seconds=30):
     data, deadline = b"", time.time() + seconds
     s.settimeout(0.2)
     while time.time() < deadline:
-        os.kill(pid, signal.SIGUSR1)
+        try:
+            os.kill(pid, signal.SIGUSR1)
+        except ProcessLookupError:
+            pass  # that engine is gone (the checks on what was read say whether it should be)
         try:
             chunk = s.recv(65536)
         except socket.timeout:
