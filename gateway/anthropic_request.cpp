@@ -49,7 +49,9 @@ constexpr std::array kFields{
 constexpr std::size_t kMaxStopSequences = 64;
 
 void check_fields(const json& body, Mode mode) {
-    for (const auto& [key, _] : body.items()) {
+    for (const auto& item : body.items()) {
+        // A named variable, not a structured binding: clang 14 cannot capture one in a lambda.
+        const std::string& key = item.key();
         const auto known = std::find_if(kFields.begin(), kFields.end(), [&](const KnownField& f) { return f.name == key; });
         if (known == kFields.end())
             throw bad_request("'" + key + "' is not a field this server's Messages API takes", key);
