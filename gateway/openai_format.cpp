@@ -1,5 +1,6 @@
 #include "gateway/openai_format.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "gateway/utf8_release.h"
@@ -40,9 +41,12 @@ json byte_array(const std::string& bytes) {
 }
 
 json openai_usage(const Usage& usage) {
+    // prompt_tokens_details.cached_tokens, as OpenAI's: the prompt tokens the engine took from
+    // the slot's prefix (ACCEPT reused=) instead of prefilling them.
     return {{"prompt_tokens", usage.prompt_tokens},
             {"completion_tokens", usage.completion_tokens},
-            {"total_tokens", usage.prompt_tokens + usage.completion_tokens}};
+            {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", std::min(usage.cached_tokens, usage.prompt_tokens)}}}};
 }
 
 json openai_error_body(const ApiError& error) { return error.body(); }

@@ -200,7 +200,12 @@ def affinity_and_reuse(g, model_id):
     report("... a cold run of that turn (an empty slot) reuses nothing and answers the same",
            s4["prompt_tokens_reused"] == s3["prompt_tokens_reused"]
            and cold["choices"][0]["message"]["content"] == second["choices"][0]["message"]["content"]
-           and cold["usage"] == second["usage"], (cold, second))
+           and cold["usage"]["prompt_tokens"] == second["usage"]["prompt_tokens"]
+           and cold["usage"]["completion_tokens"] == second["usage"]["completion_tokens"], (cold, second))
+    report("... usage.prompt_tokens_details.cached_tokens says what each reused: the warm turn its prefix, "
+           "the cold one none",
+           second["usage"]["prompt_tokens_details"]["cached_tokens"] == reused
+           and cold["usage"]["prompt_tokens_details"]["cached_tokens"] == 0, (second["usage"], cold["usage"], reused))
 
 
 def metrics_histograms(g, model_id):

@@ -104,7 +104,9 @@ TEST_CASE("chat and completions: usage from ACCEPT and DONE; streamed only when 
         const bool chat = d == &chat_dialect();
         Script s{{"x", "y", "z"}};
         s.prompt_tokens = 11;
-        const json usage = {{"prompt_tokens", 11}, {"completion_tokens", 3}, {"total_tokens", 14}};
+        s.reused = 4;
+        const json usage = {{"prompt_tokens", 11}, {"completion_tokens", 3}, {"total_tokens", 14},
+                            {"prompt_tokens_details", {{"cached_tokens", 4}}}};
         CHECK(drive(*d, request(false), s).body["usage"] == usage);
         CHECK(assemble(parse_sse(drive(*d, request(true, true), s).bytes), chat).usage == usage);
         CHECK(assemble(parse_sse(drive(*d, request(true, false), s).bytes), chat).usage.is_null());
