@@ -24,6 +24,7 @@
 
 #include "engine/bench/expert_cache_bench.h"
 #include "engine/bench/kernel_bench.h"
+#include "engine/bench/layer_costs.h"
 #include "engine/bench/device_bench.h"
 #include "engine/bench/memory_bandwidth.h"
 #include "engine/bench/serve_bench.h"
@@ -368,9 +369,11 @@ int cmd_bench(const cxxopts::ParseResult& args) {
     }
     auto state = inkling::forward::make_session(c, P + N + 1);
     nlohmann::json j;
+    const auto phases0 = fw.phase_times();
     auto t0 = Clock::now();
     auto logits = fw.step(state, prompt, nullptr, false);
     const double prefill_s = seconds_since(t0);
+    const auto phases1 = fw.phase_times();
     const std::uint64_t before = fw.weight_bytes_read();
     auto* cache = fw.expert_cache();
     const auto cache0 = cache ? cache->counters() : inkling::experts::ExpertCache::Counters{};
@@ -381,6 +384,7 @@ int cmd_bench(const cxxopts::ParseResult& args) {
         logits = fw.step(state, std::span(&tok, 1), nullptr, false);
     }
     const double decode_s = seconds_since(t0);
+    const auto phases2 = fw.phase_times();
     if (cache) j["expert_cache"] = inkling::bench::expert_cache_figures(*cache, cache0, decoded, decode_s);
     if (fw.chain()) {
         j["device"] = inkling::vulkan::device_stats(fw.chain(), static_cast<std::uint64_t>(P + decoded));
@@ -411,13 +415,17 @@ int cmd_bench(const cxxopts::ParseResult& args) {
     j["numerics"] = inkling::cpu::numerics_name(inkling::cpu::active_numerics());
     j["weights_bytes"] = model.weights.matrix_bytes;
     j["memory_bandwidth_gb_s"] = bandwidth;
-    j["prefill"] = {{"tokens", P}, {"seconds", prefill_s}, {"tok_s", P / prefill_s}};
+    j["prefill"] = {{"tokens", P},
+                    {"seconds", prefill_s},
+                    {"tok_s", P / prefill_s},
+                    {"per_layer", inkling::bench::layer_costs(c, phases0, phases1, P)}};
     j["decode"] = {{"tokens", decoded},
                    {"seconds", decode_s},
                    {"tok_s", decode_tps},
                    {"weight_bytes_per_token", bytes_per_token},
                    {"achieved_gb_s", achieved},
-                   {"fraction_of_bandwidth", achieved / bandwidth}};
+                   {"fraction_of_bandwidth", achieved / bandwidth},
+                   {"per_layer", inkling::bench::layer_costs(c, phases1, phases2, decoded)}};
     if (args.count("sessions")) {
         std::vector<int> counts;
         std::stringstream ss(args["sessions"].as<std::string>());

@@ -132,6 +132,8 @@ fi
 # The trained demo model (models/inkling-demo): engine vs the reference's golden, and, with
 # torch, the golden against a live run of the reference.
 run_suite demo-model python3 "$root/tests/engine/demo_model_test.py" "$build"
+# make-tiny streams every tensor: same bytes as in memory, bounded memory at Inkling-Small's vocabulary.
+run_suite make-tiny-stream /usr/bin/python3 "$root/tests/engine/make_tiny_stream_test.py" "$build"
 if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
     run_suite demo-model-reference /usr/bin/python3 "$root/tools/train-tiny/demo_goldens.py" --check
 else

@@ -80,18 +80,22 @@ std::vector<float> Forward::step(SessionState& state, std::span<const std::int32
 
 void Forward::run_layers(Backend& be, int from, int to, std::int64_t R) {
     const std::int64_t D = c_.hidden, E = c_.experts, NS = c_.shared_experts;
+    auto& layer_s = meter_.times().layers;
+    layer_s.resize(static_cast<std::size_t>(c_.layers));
+    const bool timed = &be == &cpu_;  // the chain's layers end on the device, not here
+    auto t = Meter::Clock::now();
     for (int i = from; i < to; ++i) {
         be.attention(i);
         if (!c_.kinds[i].sparse) {
             be.dense_mlp(i);
-            continue;
+        } else if (!be.moe_resident(i)) {
+            h_.resize(static_cast<std::size_t>(R * D));
+            router_logits_.resize(static_cast<std::size_t>(R * (E + NS)));
+            be.router(i, h_.data(), router_logits_.data());
+            const Routing routing = experts_.route(i, R, router_logits_.data(), h_.data());
+            be.moe(i, routing, h_.data(), experts_);
         }
-        if (be.moe_resident(i)) continue;
-        h_.resize(static_cast<std::size_t>(R * D));
-        router_logits_.resize(static_cast<std::size_t>(R * (E + NS)));
-        be.router(i, h_.data(), router_logits_.data());
-        const Routing routing = experts_.route(i, R, router_logits_.data(), h_.data());
-        be.moe(i, routing, h_.data(), experts_);
+        if (timed) Meter::lap(t, layer_s[static_cast<std::size_t>(i)]);
     }
 }
 

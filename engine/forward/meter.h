@@ -16,6 +16,10 @@ namespace inkling::forward {
 struct PhaseTimes {
     double embed = 0, attention = 0, router = 0, experts = 0, dense = 0, convs_norms = 0, head = 0;
     double expert_io = 0;  // waiting for the expert cache to read experts in
+    // Each layer's wall time on the CPU backend (attention, router, experts or dense MLP,
+    // convs and norms together), by layer index: the benchmark's per-layer cost. Layers the
+    // Vulkan chain runs are not in it.
+    std::vector<double> layers;
 };
 
 class Meter {

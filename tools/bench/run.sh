@@ -2,8 +2,9 @@
 # `make bench`: the constrained-decoding mask time per schema; prefill and decode speed of
 # the engine on a tiny and a mid-size synthetic model (D=1024, 12 layers, 32 experts, bf16), each against the memory bandwidth the
 # same binary measures in the same run; then a converted model streaming its experts from
-# disk through the expert cache. Prints one summary line per model and leaves
-# the JSON in BUILD/bench/*.json.
+# disk through the expert cache; then a model at Inkling-Small's width, each layer's cost and
+# the extrapolation to Inkling-Small. Prints one summary line per model and leaves the JSON
+# in BUILD/bench/*.json.
 set -euo pipefail
 build="${1:-build}"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -44,6 +45,35 @@ for cap in 1 4 64; do
     "$build/inkling" bench --model "$disk-int8" --cap "$cap" --pin-experts 0 --usage-file off --prompt-tokens 32 \
         --decode-tokens 32 >"$out/disk-int8-cap$cap.json"
 done
+# Inkling-Small's real width (`make-tiny --geometry small`: its layer shapes, 6 of its 42
+# layers, 128 of its 256 experts; docs/performance.md): converted with int4 experts (bf16
+# dense), every expert resident, then each layer's decode and prefill cost and the
+# extrapolation to the 42 layers (tools/bench/small.py). Built once, cached under a key of
+# the geometry (make_tiny.py --describe); the 31 GB bf16 source is deleted once converted.
+small_desc="$(/usr/bin/python3 "$root/tools/make-tiny/make_tiny.py" --describe --geometry small --layout release --dtype bf16)"
+small_key="$(echo "$small_desc" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])')"
+small_experts="$(echo "$small_desc" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["experts"])')"
+small="$out/small-$small_key-int4"
+if [[ ! -f "$small/.stamp" ]]; then
+    src="$out/small-$small_key-bf16"
+    need_gb="$(echo "$small_desc" | /usr/bin/python3 -c 'import json,sys; print(int(json.load(sys.stdin)["weight_bytes"] * 1.45 / 1e9) + 2)')"
+    have_gb="$(df -P -BG "$out" | awk 'NR == 2 { sub("G", "", $4); print $4 }')"
+    if (( have_gb < need_gb )); then
+        echo "bench: the Inkling-Small-width model needs ${need_gb} GB free under $out while it is built (${have_gb} GB there): skipped" >&2
+    else
+        rm -rf "$out"/small-*   # a cache of another geometry or generator version
+        echo "bench: writing the Inkling-Small-width model (31 GB bf16, then 12 GB with int4 experts; once)"
+        /usr/bin/python3 "$root/tools/make-tiny/make_tiny.py" "$src" --geometry small --layout release --dtype bf16
+        "$build/inkling" convert "$src" "$small" --experts int4 --restart >/dev/null
+        rm -rf "$src"
+        touch "$small/.stamp"
+    fi
+fi
+if [[ -f "$small/.stamp" ]]; then
+    "$build/inkling" bench --model "$small" --cap "$small_experts" --pin-experts 0 --usage-file off \
+        --prompt-tokens 512 --decode-tokens 16 >"$out/small.json"
+    /usr/bin/python3 "$root/tools/bench/small.py" "$out/small.json" "$small" "$out/small-extrapolation.json"
+fi
 # The matmul kernels alone, at the shape of shared/specs/cpu-baselines.md ([14336 x 4096]):
 # bf16 (exact activations; bf16 activations through FMA and, where the CPU has it, through
 # vdpbf16ps), int8 and int4 weights at one activation row over 1 GiB of distinct matrices

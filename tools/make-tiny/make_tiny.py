@@ -4,6 +4,7 @@
   make_tiny.py OUTDIR --geometry NAME [--layout release|hf] [--dtype f32|bf16] [--seed S]
                [--embed-norm-name model|embed_tokens] [--set KEY=INT ...]
   make_tiny.py --list
+  make_tiny.py --describe --geometry NAME [...]   key and bytes of that fixture, as JSON
   make_tiny.py --all OUTDIR          every fixture of FIXTURES as OUTDIR/<name>/
 
 Weights come from a counter-based generator (splitmix64 keyed by seed, geometry and the
@@ -24,11 +25,17 @@ Layouts (specs/inkling-reference-notes.md §10):
 bf16 files keep the short-conv weights, mlp.gate bias and mlp.gate.global_scale in F32,
 as the released checkpoints do.
 
+Every matrix is generated block by block while it is written (a safetensors header with
+all offsets first, then each tensor's rows, each block freed once written), so a fixture
+of any size needs only a few MB of memory: the `small` geometry (Inkling-Small's layer
+shapes) writes tens of GB.
+
 Each fixture directory also gets make_tiny.json (geometry, a suggested prompt) and, for
 audio geometries, sample.dmel (raw u8 [frames][n_mel_bins]) matching that prompt.
 """
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -93,13 +100,27 @@ GEOMETRIES = {
                 route_scale=2.5, mup=8.0, schedule="default", dense_mlp_idx=1,
                 doc="bench: D=1024, 12 layers (every 6th global), 32 experts top-4 + 1 shared, I=512"),
     # the expert cache's benchmark: routed experts too big to keep in RAM casually (4.4 GB
-    # bf16, 2.2 GB as int8 experts.inkx); experts are generated and written one at a time
+    # bf16, 2.2 GB as int8 experts.inkx)
     "disk": dict(_COMMON, L=12, vocab=32000, unpad=32000, D=1024, heads=16, kv=4, hd=64,
                  swa_heads=16, swa_kv=4, swa_hd=64, window=256, d_rel=16, rel_extent=1024,
                  n_floor=None, E=64, topk=4, ns=1, moe_inter=1024, dense_inter=2048,
-                 route_scale=2.5, mup=8.0, schedule="default", dense_mlp_idx=1, stream=True,
+                 route_scale=2.5, mup=8.0, schedule="default", dense_mlp_idx=1,
                  doc="bench: D=1024, 12 layers (11 MoE), 64 experts top-4 + 1 shared, I=1024; "
                      "~2.2 GB of int8 experts once converted"),
+    # the benchmark at Inkling-Small's real width (`make bench`, docs/performance.md): every
+    # per-layer shape of Inkling-Small's released config (shared/specs/inkling-reference-
+    # notes.md §11.1: D 4096, 32 heads, 8 kv heads, head dim 128 on both layer kinds,
+    # window 512, d_rel 16, rel_extent 1024, n_floor 128000, dense width 16384, expert
+    # width 2048, top-6 + 2 shared, route_scale 8, mup 16, vocab 201024/200058), but 6 of
+    # its 42 layers (dense 0-1, MoE 2-5, layer 5 global as in the real schedule) and 128 of
+    # its 256 experts: 31 GB of bf16, 12 GB once converted with int4 experts
+    "small": dict(_COMMON, L=6, vocab=201024, unpad=200058, D=4096, heads=32, kv=8, hd=128,
+                  swa_heads=32, swa_kv=8, swa_hd=128, window=512, d_rel=16, rel_extent=1024,
+                  n_floor=128000, E=128, topk=6, ns=2, moe_inter=2048, dense_inter=16384,
+                  route_scale=8.0, mup=16.0, schedule="default", dense_mlp_idx=2, eos=200006,
+                  doc="bench: Inkling-Small's layer shapes (D=4096, 32/8 heads, hd 128, W=512, "
+                      "dense 16384, experts 2048 top-6 + 2 shared), 6 layers (dense 0-1, MoE 2-5, "
+                      "5 global), 128 experts, real vocabulary; ~31 GB bf16"),
 }
 
 # (fixture name, geometry, layout, dtype, embed norm name)
@@ -119,6 +140,9 @@ FIXTURES = [
 ]
 
 DEFAULT_SEED = 1
+# Part of every fixture's key (describe()): bump it when a change here alters the values
+# or names written for an unchanged geometry, so caches keyed by it (tools/bench) rebuild.
+GENERATOR_VERSION = 1
 
 
 def layer_kinds(g):
@@ -162,17 +186,16 @@ def uniform(key, n, start=0):
 
 
 class Gen:
-    def __init__(self, seed, geometry):
-        self.prefix = f"{seed}/{geometry}/"
+    """Named tensors of the counter-based generator; `lazy`: matrices are Uniform tensors,
+    generated only when written (make_weights' dict then holds no matrix data)."""
+
+    def __init__(self, seed, geometry, lazy=False):
+        self.prefix, self.lazy = f"{seed}/{geometry}/", lazy
 
     def normal_ish(self, name, shape, std):
         """Uniform with the given std (enough for random weights, exact everywhere)."""
-        n = int(np.prod(shape))
-        return (uniform(self.prefix + name, n) * (std * math.sqrt(3.0))).astype(np.float32).reshape(shape)
-
-    def stacked(self, name, shape, std):
-        """normal_ish for an [E, rows, cols] tensor, made one expert at a time when written."""
-        return LazyStack(self.prefix + name, shape, std * math.sqrt(3.0))
+        t = Uniform(self.prefix + name, shape, std * math.sqrt(3.0))
+        return t if self.lazy else t.array()
 
     def around(self, name, shape, centre, spread):
         """centre * (1 + spread*u): norm weights and scales, positive, not all equal."""
@@ -180,32 +203,95 @@ class Gen:
         return (centre * (1.0 + spread * uniform(self.prefix + name, n))).astype(np.float32).reshape(shape)
 
 
-class LazyStack:
-    """An [E, rows, cols] f32 tensor of uniform values, generated per expert (`part(e)`):
-    the same values normal_ish gives, without holding the whole tensor."""
+# Values a uniform() call makes: its temporaries then stay in L2 (about 3x the rate of one
+# call for a whole tensor, measured). Blocks handed to the writer hold about BLOCK values.
+CHUNK = 1 << 16
+BLOCK = 1 << 20
+
+
+class Lazy:
+    """A tensor made block by block as it is written: `shape`, and `blocks()`, f32 arrays
+    of whole rows (the last axis) in row-major order, each about BLOCK values or less."""
+
+    def array(self):
+        return np.concatenate([b.reshape(-1) for b in self.blocks()]).reshape(self.shape)
+
+
+class Uniform(Lazy):
+    """uniform(key) × scale as f32 of any shape; rows(r0, r1) are its flat rows r0..r1-1
+    (every axis but the last flattened), made in CHUNK pieces: the same values for any
+    split, since value i is a function of (key, i) alone."""
 
     def __init__(self, key, shape, scale):
         self.key, self.shape, self.scale = key, tuple(shape), scale
+        self.cols = self.shape[-1]
+        self.nrows = int(np.prod(self.shape[:-1]))
 
-    def part(self, e):
-        n = self.shape[1] * self.shape[2]
-        return (uniform(self.key, n, e * n) * self.scale).astype(np.float32).reshape(self.shape[1:])
+    def rows(self, r0, r1):
+        n = (r1 - r0) * self.cols
+        out = np.empty(n, np.float32)
+        for s in range(0, n, CHUNK):
+            m = min(CHUNK, n - s)
+            out[s:s + m] = uniform(self.key, m, r0 * self.cols + s) * self.scale
+        return out.reshape(r1 - r0, self.cols)
+
+    def blocks(self):
+        step = max(1, BLOCK // self.cols)
+        for r in range(0, self.nrows, step):
+            yield self.rows(r, min(self.nrows, r + step))
 
 
-class LazyConcat:
-    """Several LazyStacks joined along the row dimension (hf's fused gate_up_proj)."""
+class FirstRows(Lazy):
+    """The first n rows of a 2-D Uniform (the release layout's unpadded lm_head)."""
+
+    def __init__(self, t, n):
+        self.t, self.n, self.shape = t, n, (n,) + t.shape[1:]
+
+    def blocks(self):
+        step = max(1, BLOCK // self.t.cols)
+        for r in range(0, self.n, step):
+            yield self.t.rows(r, min(self.n, r + step))
+
+
+class Interleaved(Lazy):
+    """Two Uniforms of shape [..., I, C] as one [..., 2I, C] with rows g0, u0, g1, u1, …
+    along the second-to-last axis (the release layout's fused gate/up tensors)."""
+
+    def __init__(self, gate, up):
+        self.gate, self.up = gate, up
+        self.shape = gate.shape[:-2] + (2 * gate.shape[-2], gate.shape[-1])
+
+    def blocks(self):
+        I, C = self.gate.shape[-2], self.gate.shape[-1]
+        step = max(1, BLOCK // (2 * C))
+        for e in range(self.gate.nrows // I):
+            for r in range(e * I, (e + 1) * I, step):
+                r1 = min((e + 1) * I, r + step)
+                out = np.empty((2 * (r1 - r), C), np.float32)
+                out[0::2], out[1::2] = self.gate.rows(r, r1), self.up.rows(r, r1)
+                yield out
+
+
+class Stacked(Lazy):
+    """Uniforms of shape [E, I_k, C] joined along the row axis into [E, ΣI_k, C] (the
+    transformers layout's grouped gate_up_proj: an expert's gate rows, then its up rows)."""
 
     def __init__(self, parts):
         self.parts = parts
-        E, _, cols = parts[0].shape
-        self.shape = (E, sum(p.shape[1] for p in parts), cols)
+        E, _, C = parts[0].shape
+        self.shape = (E, sum(p.shape[1] for p in parts), C)
 
-    def part(self, e):
-        return np.concatenate([p.part(e) for p in self.parts], 0)
+    def blocks(self):
+        for e in range(self.shape[0]):
+            for p in self.parts:
+                I = p.shape[1]
+                step = max(1, BLOCK // p.cols)
+                for r in range(e * I, (e + 1) * I, step):
+                    yield p.rows(r, min((e + 1) * I, r + step))
 
 
 class LazyBytes:
-    """A lazy tensor's bytes in the file's dtype, expert by expert."""
+    """A lazy tensor's bytes in the file's dtype, block by block."""
 
     def __init__(self, lazy, bf16):
         self.lazy, self.bf16 = lazy, bf16
@@ -214,14 +300,14 @@ class LazyBytes:
         return int(np.prod(self.lazy.shape)) * (2 if self.bf16 else 4)
 
     def __iter__(self):
-        for e in range(self.lazy.shape[0]):
-            a = self.lazy.part(e)
+        for a in self.lazy.blocks():
             yield to_bf16_bits(a).astype("<u2").tobytes() if self.bf16 else a.astype("<f4").tobytes()
 
 
-def make_weights(g, name, seed):
-    """Canonical (transformers-style, de-interleaved) weights: {key: f32 array}."""
-    G = Gen(seed, name)
+def make_weights(g, name, seed, lazy=False):
+    """Canonical (transformers-style, de-interleaved) weights: {key: f32 array}; `lazy`:
+    the matrices as Uniform tensors instead, made only when written."""
+    G = Gen(seed, name, lazy)
     D, L = g["D"], g["L"]
     local, sparse = layer_kinds(g)
     w = {}
@@ -260,10 +346,9 @@ def make_weights(g, name, seed):
             w[p + "router"] = G.normal_ish(p + "router", (E + ns, D), 1.5 * sd)
             w[p + "router_bias"] = G.normal_ish(p + "router_bias", (E,), 0.15)
             w[p + "router_scale"] = G.around(p + "router_scale", (1,), 1.0, 0.4)
-            make = G.stacked if g.get("stream") else G.normal_ish
-            w[p + "x_gate"] = make(p + "x_gate", (E, I, D), sd)
-            w[p + "x_up"] = make(p + "x_up", (E, I, D), sd)
-            w[p + "x_down"] = make(p + "x_down", (E, D, I), 2.0 / math.sqrt(I))
+            w[p + "x_gate"] = G.normal_ish(p + "x_gate", (E, I, D), sd)
+            w[p + "x_up"] = G.normal_ish(p + "x_up", (E, I, D), sd)
+            w[p + "x_down"] = G.normal_ish(p + "x_down", (E, D, I), 2.0 / math.sqrt(I))
             if ns:
                 w[p + "s_gate"] = G.normal_ish(p + "s_gate", (ns, I, D), sd)
                 w[p + "s_up"] = G.normal_ish(p + "s_up", (ns, I, D), sd)
@@ -276,7 +361,10 @@ def make_weights(g, name, seed):
 
 
 def _interleave(gate, up, axis):
-    """Hub layout of a fused gate/up tensor: rows g0, u0, g1, u1, ... along `axis`."""
+    """Hub layout of a fused gate/up tensor: rows g0, u0, g1, u1, ... along `axis` (the
+    second-to-last one)."""
+    if isinstance(gate, Lazy):
+        return Interleaved(gate, up)
     st = np.stack([gate, up], axis=axis + 1)
     shape = list(gate.shape)
     shape[axis] *= 2
@@ -288,8 +376,6 @@ def layout_tensors(g, w, layout, embed_norm_name):
     L = g["L"]
     _, sparse = layer_kinds(g)
     model, audio = {}, {}
-    if layout == "release" and g.get("stream"):
-        raise SystemExit("streamed geometries are written in the hf layout only")
     release = layout == "release"
 
     def put(name_row, a, prefix=""):
@@ -308,7 +394,10 @@ def layout_tensors(g, w, layout, embed_norm_name):
         put(tn.EMBED_NORM, w["embed_norm"])
     else:
         model[tn.EMBED_NORM_IN_EMBED] = w["embed_norm"]
-    put(tn.LM_HEAD, w["lm_head"][:g["unpad"]] if release else w["lm_head"])
+    head = w["lm_head"]
+    if release:
+        head = FirstRows(head, g["unpad"]) if isinstance(head, Lazy) else head[:g["unpad"]]
+    put(tn.LM_HEAD, head)
     for i in range(L):
         s, p = f"L{i}.", tn.layer_prefix(release, i)
         for row in tn.ATTENTION:
@@ -324,7 +413,7 @@ def layout_tensors(g, w, layout, embed_norm_name):
         if release:
             put(tn.EXPERTS_GATE_UP, _interleave(gate, up, 1), p)
         else:  # grouped: gate rows, then up rows
-            put(tn.EXPERTS_GATE_UP, LazyConcat([gate, up]) if isinstance(gate, LazyStack)
+            put(tn.EXPERTS_GATE_UP, Stacked([gate, up]) if isinstance(gate, Lazy)
                 else np.concatenate([gate, up], 1), p)
         put(tn.EXPERTS_DOWN, w[s + "x_down"], p)
         if g["ns"]:
@@ -345,9 +434,10 @@ _F32_SUFFIXES = ("sconv.weight", "conv1d.weight", "mlp.gate.bias", "e_score_corr
 
 
 def to_bf16_bits(a):
-    """f32 -> bf16 bit patterns, round to nearest even (no NaNs in generated weights)."""
-    b = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    b = (b + np.uint64(0x7FFF) + ((b >> np.uint64(16)) & np.uint64(1))) >> np.uint64(16)
+    """f32 -> bf16 bit patterns, round to nearest even. In uint32: generated weights are
+    finite, and no finite pattern (at most 0xFF7FFFFF) overflows when 0x8000 is added."""
+    b = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    b = (b + np.uint32(0x7FFF) + ((b >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
     return b.astype(np.uint16)
 
 
@@ -355,7 +445,7 @@ def encode(tensors, dtype):
     """[(name, dtype string, shape, bytes)] in sorted name order."""
     out = []
     for name in sorted(tensors):
-        if isinstance(tensors[name], (LazyStack, LazyConcat)):
+        if isinstance(tensors[name], Lazy):
             t = tensors[name]
             bf16 = dtype == "bf16" and not name.endswith(_F32_SUFFIXES)
             out.append((name, "BF16" if bf16 else "F32", list(t.shape), LazyBytes(t, bf16)))
@@ -379,10 +469,14 @@ def write_safetensors(path, items):
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(hj)))
         f.write(hj)
-        for _, _, _, data in items:
+        for name, _, _, data in items:
             if isinstance(data, LazyBytes):
-                for chunk in data:
+                wrote = 0
+                for chunk in data:   # each block is dropped once written
                     f.write(chunk)
+                    wrote += len(chunk)
+                if wrote != len(data):   # the header's offsets would then lie
+                    raise SystemExit(f"{path}: {name} wrote {wrote} bytes, its header says {len(data)}")
             else:
                 f.write(data)
 
@@ -478,13 +572,25 @@ def with_overrides(geometry, sets):
     return g
 
 
+def describe(geometry, layout, dtype, seed, embed_norm_name="model", sets=None):
+    """What write_fixture would write, without writing it: a key naming the weights (the
+    geometry after overrides, layout, dtype, seed, generator version) and the bytes of the
+    weight files."""
+    g = with_overrides(geometry, sets)
+    model, audio = layout_tensors(g, make_weights(g, geometry, seed, lazy=True), layout, embed_norm_name)
+    size = sum(len(x[3]) for x in encode(model, dtype)) + sum(len(x[3]) for x in encode(audio, dtype))
+    what = json.dumps([GENERATOR_VERSION, geometry, g, layout, dtype, seed, embed_norm_name], sort_keys=True)
+    return {"key": hashlib.sha256(what.encode()).hexdigest()[:12], "weight_bytes": size,
+            "experts": g["E"], "layers": g["L"]}
+
+
 def write_fixture(outdir, geometry, layout, dtype, seed, embed_norm_name="model", shards=None, sets=None):
     g = with_overrides(geometry, sets)
     os.makedirs(outdir, exist_ok=True)
     for f in os.listdir(outdir):  # a re-run must not leave stale shards behind
         if f.endswith((".safetensors", ".safetensors.index.json")):
             os.remove(os.path.join(outdir, f))
-    w = make_weights(g, geometry, seed)
+    w = make_weights(g, geometry, seed, lazy=True)
     model, audio = layout_tensors(g, w, layout, embed_norm_name)
     items = encode(model, dtype)
     if shards is None:
@@ -543,6 +649,8 @@ def main(argv=None):
     ap.add_argument("--set", action="append", metavar="KEY=INT",
                     help="override an integer key of the geometry (repeatable), e.g. hd=272")
     ap.add_argument("--list", action="store_true", help="list geometries and fixtures")
+    ap.add_argument("--describe", action="store_true",
+                    help="print the fixture's key and weight bytes as JSON; write nothing")
     ap.add_argument("--all", metavar="OUTDIR", help="write every fixture as OUTDIR/<name>/")
     a = ap.parse_args(argv)
     if a.list:
@@ -553,6 +661,11 @@ def main(argv=None):
     if a.all:
         for name, geo, layout, dtype, enn in FIXTURES:
             write_fixture(os.path.join(a.all, name), geo, layout, dtype, a.seed, enn or "model")
+        return 0
+    if a.describe:
+        if not a.geometry:
+            ap.error("--describe needs --geometry")
+        print(json.dumps(describe(a.geometry, a.layout, a.dtype, a.seed, a.embed_norm_name, a.set)))
         return 0
     if not a.outdir or not a.geometry:
         ap.error("need OUTDIR and --geometry (or --list / --all OUTDIR)")
