@@ -177,6 +177,8 @@ run_suite gateway-drain python3 "$root/tests/gateway/drain_e2e.py" "$build"
 # docs/gateway.md's promises no other suite pinned: against the scripted engine, then real models.
 run_suite gateway-documented python3 "$root/tests/gateway/documented_features.py" "$build"
 run_suite gateway-documented-models python3 "$root/tests/gateway/documented_model_features.py" "$build"
+# docs/deployment.md: the systemd units verify, the Kubernetes probes, the gateway's exit statuses.
+run_suite deployment-docs /usr/bin/python3 "$root/tests/deploy/deployment_docs_test.py" "$build"
 # Five node suites with deadlines of their own (tests/gateway/run.sh), up to 32 min in all.
 SUITE_DEADLINE=2400 run_suite gateway-clients "$root/tests/gateway/run.sh" "$build"
 run_suite coli-e2e python3 "$root/tests/coli/coli_e2e.py" "$build"

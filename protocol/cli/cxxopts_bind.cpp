@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "protocol/cli/sibling.h"
@@ -94,6 +95,15 @@ void check_applies(const cxxopts::ParseResult& args, const Program& p, std::stri
             if (o.kind == Kind::Env || o.name != kv.key()) continue;
             any = &o;
             ok = ok || applies(o, command);
+        }
+        // cxxopts reads a port into an unsigned short modulo 65536 (99999 became 34463).
+        if (ok && any->type == Type::Port) {
+            const std::string& v = kv.value();
+            const bool digits = !v.empty() && v.size() <= 5 && std::all_of(v.begin(), v.end(), [](char ch) {
+                return ch >= '0' && ch <= '9';
+            });
+            if (!digits || std::stoul(v) > 65535)
+                throw cxxopts::exceptions::exception(spelled(*any) + " " + v + ": a port is 0..65535");
         }
         if (ok) continue;
         if (any && any->kind == Kind::Positional)
