@@ -315,6 +315,32 @@ int cmd_eval(const cxxopts::ParseResult& args) {
     return 0;
 }
 
+// --turn-tokens: the ids that open a message (a turn boundary precedes each). By default
+// the TMLv0 role markers the tokenizer has; a model without tokenizer.json has none.
+std::vector<std::int32_t> turn_tokens(const cxxopts::ParseResult& args, const inkling::model::Tokenizer* tokenizer,
+                                      const inkling::model::Config& config) {
+    std::vector<std::int32_t> ids;
+    if (!args.count("turn-tokens")) {
+        if (!tokenizer) return ids;
+        for (std::string_view m : {tml::marker::kMessageUser, tml::marker::kMessageModel,
+                                   tml::marker::kMessageSystem, tml::marker::kMessageTool})
+            if (auto id = tokenizer->find(m)) ids.push_back(*id);
+        return ids;
+    }
+    const std::string list = args["turn-tokens"].as<std::string>();
+    if (list == "none") return ids;
+    std::stringstream ss(list);
+    for (std::string item; std::getline(ss, item, ',');) {
+        auto v = inkling::protocol::parse_u64(item);
+        if (!v || *v >= static_cast<std::uint64_t>(config.unpadded_vocab))
+            throw std::runtime_error("--turn-tokens: '" + item + "' is not a token id of this model (0.." +
+                                     std::to_string(config.unpadded_vocab - 1) + "), nor is the list 'none'");
+        ids.push_back(static_cast<std::int32_t>(*v));
+    }
+    if (ids.empty()) throw std::runtime_error("--turn-tokens: the list is empty (give ids, or none)");
+    return ids;
+}
+
 // The long-lived engine the gateway and coli drive over protocol/ (PROTOCOL.md).
 int cmd_serve(const cxxopts::ParseResult& args) {
     inkling::protocol::init_binary_stdio();  // before any byte on stdout
@@ -328,6 +354,8 @@ int cmd_serve(const cxxopts::ParseResult& args) {
     o.context = args.count("ctx") ? args["ctx"].as<std::int64_t>() : 4096;
     o.prefill_chunk = args["prefill-chunk"].as<std::int64_t>();
     o.pins = args["snapshot-pins"].as<std::size_t>();
+    o.snapshot_bytes = args["snapshot-mb"].as<std::size_t>() << 20;
+    o.turn_tokens = turn_tokens(args, tokenizer ? &*tokenizer : nullptr, model.config);
     if (args.count("fault-kill-once-file")) o.fault_kill_once_file = args["fault-kill-once-file"].as<std::string>();
     o.fault_device_lost_after = args["fault-device-lost-after"].as<int>();
     o.fault_hold_after = args["fault-hold-after"].as<std::int64_t>();
@@ -442,6 +470,15 @@ int cmd_bench(const cxxopts::ParseResult& args) {
                      model.dir.filename().string().c_str(), j["reuse"]["conversation_tokens"].get<int>(),
                      j["reuse"]["ttft_ms_reused"].get<double>(), j["reuse"]["ttft_ms_cold"].get<double>(),
                      j["reuse"]["speedup"].get<double>());
+        const auto& r = j["regenerate"] = inkling::bench::bench_regenerate(model, pool, args["reuse-tokens"].as<int>());
+        std::fprintf(stderr,
+                     "[bench] %s: regenerating the last turn of a %d-token, %d-message conversation (CPU, %u threads): "
+                     "time to first token %.1f ms from the last turn boundary's snapshot (%s tokens reused) vs %.1f ms "
+                     "cold = %.3fx cold (goal <= 0.1x); first token %s\n",
+                     model.dir.filename().string().c_str(), r["conversation_tokens"].get<int>(), r["messages"].get<int>(),
+                     pool.size(), r["ttft_ms_reused"].get<double>(), r["reused_tokens"].get<std::string>().c_str(),
+                     r["ttft_ms_cold"].get<double>(), r["ratio"].get<double>(),
+                     r["same_first_token"].get<bool>() ? "equal" : "DIFFERENT");
     }
     std::cout << j.dump(2) << "\n";
     std::fprintf(stderr,

@@ -60,7 +60,9 @@ constexpr cli::Option kOptions[] = {
     {.name = "threads", .type = Type::Unsigned, .value_name = "N", .default_value = "0",
      .doc = "compute threads (0 = all cores)", .commands = kForward},
     {.name = "isa", .value_name = "ISA", .default_doc = "the best the CPU has",
-     .doc = "kernel ISA: scalar (the plain reference path), avx2, avx512", .commands = "run, serve, eval, info, bench"},
+     .doc = "kernel ISA: scalar (the plain reference path), avx2, avx512 (x86-64); scalar, neon, dotprod, i8mm "
+            "(ARM64)",
+     .commands = "run, serve, eval, info, bench"},
     {.name = "numerics", .value_name = "MODE", .default_doc = "exact",
      .doc = "products with bf16 weights: exact (f32 activations) or bf16 (activations rounded to bf16 first, as "
             "transformers' bf16 mode; docs/performance.md)",
@@ -74,8 +76,17 @@ constexpr cli::Option kOptions[] = {
      .doc = "before READY, an EVENT load_progress frame each time the load moves on (the gateway's start-up "
             "deadline resets on them)",
      .commands = "serve"},
-    {.name = "snapshot-pins", .type = Type::Size, .value_name = "N", .default_value = "4",
-     .doc = "pinned snapshots kept (SUBMIT pin=1), least recently used dropped first", .commands = "serve"},
+    {.name = "snapshot-pins", .type = Type::Size, .value_name = "N", .default_value = "64",
+     .doc = "pinned snapshots kept (SUBMIT pin=1 and turn boundaries), least recently used dropped first",
+     .commands = "serve"},
+    {.name = "snapshot-mb", .type = Type::Size, .value_name = "MIB", .default_value = "256",
+     .doc = "memory the pinned snapshots may hold (their conv states and sliding-window rings), least recently "
+            "used dropped first; 0: no snapshots",
+     .commands = "serve"},
+    {.name = "turn-tokens", .value_name = "LIST", .default_doc = "the tokenizer's <|message_*|> ids",
+     .doc = "token ids that open a message, comma-separated: the prefill is pinned before each (a turn boundary), "
+            "so a regenerated or edited turn reuses the conversation up to it; none: no boundaries",
+     .commands = "serve"},
     // bench
     {.name = "prompt-tokens", .type = Type::Int, .value_name = "N", .default_value = "128", .doc = "prompt length",
      .commands = "bench"},
@@ -84,7 +95,8 @@ constexpr cli::Option kOptions[] = {
     {.name = "sessions", .value_name = "LIST", .doc = "concurrent session counts for aggregate decode, e.g. 1,2,4,8",
      .commands = "bench"},
     {.name = "reuse-tokens", .type = Type::Int, .value_name = "N", .default_value = "0",
-     .doc = "conversation length for the prefix-reuse TTFT figure, reused vs cold (0 = skip)", .commands = "bench"},
+     .doc = "conversation length for the prefix-reuse TTFT figures (a follow-up turn; a regenerated last turn "
+            "from its turn boundary's snapshot), reused vs cold (0 = skip)", .commands = "bench"},
     {.name = "kernels", .type = Type::Bool, .default_value = "false",
      .doc = "the matmul kernels alone (int8, int4, bf16) on synthetic weights; no --model", .commands = "bench"},
     {.name = "device-kernels", .type = Type::Bool, .default_value = "false",

@@ -30,6 +30,22 @@ double ttft_ms(const proto::Done& d) {
     return 0;
 }
 
+// One request through `sched` to its DONE.
+proto::Done run_alone(serve::Scheduler& sched, Counter& out, const proto::Submit& s) {
+    sched.submit(s, out);
+    while (sched.busy()) sched.run_round(out);
+    return out.done.at(s.id);
+}
+
+// The same prompt with reset=1: a cold prefill, for the figure to compare against.
+proto::Done run_cold(serve::Scheduler& sched, Counter& out, const std::string& id, const std::vector<std::int32_t>& ids) {
+    auto cold = serve::ids_request(id, 0, ids, 1);
+    cold.options.reset = true;
+    return run_alone(sched, out, cold);
+}
+
+std::string reused_of(const proto::Done& d) { return d.stat.extra.empty() ? "" : d.stat.extra[0].second; }
+
 }  // namespace
 
 std::vector<std::int32_t> pseudo_prompt(const model::Config& c, int n, std::uint64_t seed) {
@@ -79,11 +95,7 @@ nlohmann::json bench_reuse(const model::Model& model, cpu::ThreadPool& pool, int
     o.prefill_chunk = 512;
     serve::Scheduler sched(model, nullptr, pool, o);
     Counter out;
-    auto run = [&](const proto::Submit& s) {
-        sched.submit(s, out);
-        while (sched.busy()) sched.run_round(out);
-        return out.done.at(s.id);
-    };
+    auto run = [&](const proto::Submit& s) { return run_alone(sched, out, s); };
     const int generated = 4, follow_up = 16;
     auto first = pseudo_prompt(model.config, conversation - generated - follow_up, 7);
     run(serve::ids_request("turn1", 0, first, generated));
@@ -95,15 +107,48 @@ nlohmann::json bench_reuse(const model::Model& model, cpu::ThreadPool& pool, int
     auto extra = pseudo_prompt(model.config, follow_up, 8);
     next.insert(next.end(), extra.begin(), extra.end());
     const proto::Done warm = run(serve::ids_request("turn2-reused", 0, next, 1));
-    auto cold_request = serve::ids_request("turn2-cold", 0, next, 1);
-    cold_request.options.reset = true;
-    const proto::Done cold = run(cold_request);
+    const proto::Done cold = run_cold(sched, out, "turn2-cold", next);
     const double warm_ms = ttft_ms(warm), cold_ms = ttft_ms(cold);
     return {{"conversation_tokens", next.size()},
             {"ttft_ms_reused", warm_ms},
             {"ttft_ms_cold", cold_ms},
             {"speedup", cold_ms / std::max(warm_ms, 1e-3)},
-            {"reused_tokens", warm.stat.extra.empty() ? "" : warm.stat.extra[0].second}};
+            {"reused_tokens", reused_of(warm)}};
+}
+
+nlohmann::json bench_regenerate(const model::Model& model, cpu::ThreadPool& pool, int conversation) {
+    const auto& c = model.config;
+    // The role marker: an id no content token takes (the top of the vocabulary, past EOS and
+    // the audio placeholder), as <|message_*|> are in Inkling's.
+    std::int32_t marker = static_cast<std::int32_t>(c.unpadded_vocab) - 1;
+    while (marker == c.eos || marker == c.audio_token) --marker;
+    serve::ServeOptions o;
+    o.slots = 1;
+    o.context = conversation + 64;
+    o.turn_tokens = {marker};
+    serve::Scheduler sched(model, nullptr, pool, o);
+    Counter out;
+    // Messages of 150 tokens (a marker, then content) up to the length, then the generation
+    // prompt: a marker and one content-kind token.
+    std::vector<std::int32_t> prompt;
+    int messages = 0;
+    for (std::uint64_t seed = 11; static_cast<int>(prompt.size()) + 150 + 2 <= conversation; ++seed, ++messages) {
+        prompt.push_back(marker);
+        for (std::int32_t id : pseudo_prompt(c, 149, seed)) prompt.push_back(id == marker ? marker - 1 : id);
+    }
+    prompt.push_back(marker);
+    prompt.push_back(pseudo_prompt(c, 1, 99)[0] == marker ? marker - 1 : pseudo_prompt(c, 1, 99)[0]);
+    run_alone(sched, out, serve::ids_request("answer", 0, prompt, 4));
+    const proto::Done again = run_alone(sched, out, serve::ids_request("regenerate", 0, prompt, 1));
+    const proto::Done cold = run_cold(sched, out, "regenerate-cold", prompt);
+    const double warm_ms = ttft_ms(again), cold_ms = ttft_ms(cold);
+    return {{"conversation_tokens", prompt.size()},
+            {"messages", messages},
+            {"ttft_ms_reused", warm_ms},
+            {"ttft_ms_cold", cold_ms},
+            {"ratio", warm_ms / std::max(cold_ms, 1e-3)},
+            {"same_first_token", out.tokens["regenerate"] == out.tokens["regenerate-cold"]},
+            {"reused_tokens", reused_of(again)}};
 }
 
 }  // namespace inkling::bench

@@ -24,4 +24,9 @@ nlohmann::json bench_sessions(const model::Model& model, cpu::ThreadPool& pool, 
 // token when the slot's state is reused, and when it is not (reset=1).
 nlohmann::json bench_reuse(const model::Model& model, cpu::ThreadPool& pool, int conversation);
 
+// Regenerating the last answer of a `conversation`-token chat (messages opened by a role
+// marker, the serve default's turn boundaries): time to first token when the prefix up to
+// the last boundary comes from its pinned snapshot, and cold (reset=1, a full prefill).
+nlohmann::json bench_regenerate(const model::Model& model, cpu::ThreadPool& pool, int conversation);
+
 }  // namespace inkling::bench

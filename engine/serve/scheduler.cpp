@@ -74,6 +74,10 @@ struct Scheduler::Active {
     std::string audio;
     forward::AudioCursor cursor;
     std::int64_t reused = 0;
+    // Turn boundaries past the reused prefix, ascending: each ends a prefill chunk and is
+    // pinned once fed (PinPool), so a later regenerated, edited or branched turn resumes there.
+    std::vector<std::int64_t> boundaries;
+    std::size_t next_boundary = 0;
     std::int64_t fed = 0;       // prompt tokens fed so far (reused ones included)
     std::int64_t budget = 0;    // tokens it may generate (max_tokens clamped to the room left)
     std::int64_t emitted = 0;
@@ -95,7 +99,7 @@ struct Scheduler::Active {
 Scheduler::Scheduler(const model::Model& model, const model::Tokenizer* tokenizer, cpu::ThreadPool& pool,
                      const ServeOptions& options, std::shared_ptr<experts::ExpertCache> cache)
     : model_(model), tokenizer_(tokenizer), options_(options), forward_(model, pool, std::move(cache)),
-      pins_(options.pins) {
+      pins_(options.pins, options.snapshot_bytes) {
     for (int i = 0; i < options.slots; ++i) slots_.push_back(forward::make_session(model.config, options.context));
 }
 
@@ -251,6 +255,19 @@ void Scheduler::admit(const protocol::Submit& r, FrameSink& out, bool& admitted)
         st.reset();
     }
     a->fed = a->reused;
+    // The snapshots of this slot past what it keeps that this prompt overwrites are gone.
+    pins_.drop_diverged(a->slot, a->prompt, a->reused);
+    if (pins_.enabled() && !options_.turn_tokens.empty())
+        for (std::int64_t i = std::max<std::int64_t>(1, a->reused); i < P; ++i)
+            if (std::find(options_.turn_tokens.begin(), options_.turn_tokens.end(), a->prompt[i]) !=
+                options_.turn_tokens.end())
+                a->boundaries.push_back(i);
+    // A message that opens right where the reused prefix ends (a follow-up after the slot's
+    // answer): the state there is the slot's now.
+    if (!a->boundaries.empty() && a->boundaries.front() == a->reused) {
+        pins_.pin(a->slot, st, c);
+        a->next_boundary = 1;
+    }
     Active& accepted = *a;
     active_.emplace(a->slot, std::move(a));
     admitted = true;
@@ -396,6 +413,9 @@ void Scheduler::run_round(FrameSink& out) {
     if (prefill) {
         chunk_start = prefill->fed;
         chunk = std::min<std::int64_t>(options_.prefill_chunk, static_cast<std::int64_t>(prefill->prompt.size()) - chunk_start);
+        // A chunk ends at the next turn boundary, so the state there can be pinned.
+        if (prefill->next_boundary < prefill->boundaries.size())
+            chunk = std::min(chunk, prefill->boundaries[prefill->next_boundary] - chunk_start);
         prefill->last_prefill_round = rounds_;
         blocks.push_back({&slots_[prefill->slot], std::span(prefill->prompt).subspan(chunk_start, chunk),
                           prefill->audio.empty() ? nullptr : &prefill->cursor, prefill->request.options.logprobs > 0});
@@ -458,6 +478,10 @@ void Scheduler::emit(Active& a, bool prefilled, const std::vector<float>& row, s
         }
         a.last_row.assign(row.end() - U, row.end());
     }
+    if (a.next_boundary < a.boundaries.size() && a.fed == a.boundaries[a.next_boundary]) {
+        pins_.pin(a.slot, slots_[a.slot], model_.config);
+        ++a.next_boundary;
+    }
     if (a.fed < static_cast<std::int64_t>(a.prompt.size())) return;
     a.prefill_done_at = Clock::now();
     if (a.request.options.pin) pins_.pin(a.slot, slots_[a.slot], model_.config);
@@ -471,6 +495,8 @@ nlohmann::json Scheduler::info() const {
             {"model", model_.dir.filename().string()},
             {"backend", forward_.chain() ? "vulkan" : "cpu"},
             {"isa", cpu::isa_name(cpu::active_isa())},
+            {"kernels", {{"bf16", cpu::active_kernels().bf16}, {"int8", cpu::active_kernels().int8},
+                         {"int4", cpu::active_kernels().int4}}},
             {"slots", options_.slots},
             {"context", options_.context},
             {"vocab", c.unpadded_vocab},
@@ -500,6 +526,7 @@ nlohmann::json Scheduler::stats() const {
             {"active", active_.size()},
             {"slots", slots},
             {"pins", pins_.size()},
+            {"snapshots", pins_.stats()},
             {"requests_done", requests_done_},
             {"tokens_generated", tokens_generated_},
             {"prompt_tokens", prompt_tokens_},

@@ -35,7 +35,11 @@ struct ServeOptions {
     int slots = 4;
     std::int64_t context = 4096;       // positions per slot
     std::int64_t prefill_chunk = 256;  // prompt tokens per round and request
-    std::size_t pins = 4;              // pinned snapshots kept (LRU)
+    std::size_t pins = 64;             // pinned snapshots kept (LRU)
+    std::size_t snapshot_bytes = 256u << 20;  // and the bytes they may hold (LRU past it)
+    // Ids that open a message: the position before each (after the first) is a turn
+    // boundary, where a prefill is cut and its state pinned (pin_pool.h). Empty: none.
+    std::vector<std::int32_t> turn_tokens;
     // Fault injection for the gateway's supervision tests (documented in docs/engine.md):
     std::string fault_kill_once_file;  // if this file does not exist: create it, then die
                                        // by SIGKILL on the first SUBMIT, before ACCEPT
