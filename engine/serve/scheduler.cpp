@@ -495,8 +495,6 @@ nlohmann::json Scheduler::info() const {
             {"model", model_.dir.filename().string()},
             {"backend", forward_.chain() ? "vulkan" : "cpu"},
             {"isa", cpu::isa_name(cpu::active_isa())},
-            {"kernels", {{"bf16", cpu::active_kernels().bf16}, {"int8", cpu::active_kernels().int8},
-                         {"int4", cpu::active_kernels().int4}}},
             {"slots", options_.slots},
             {"context", options_.context},
             {"vocab", c.unpadded_vocab},
