@@ -179,6 +179,8 @@ run_suite gateway-drain python3 "$root/tests/gateway/drain_e2e.py" "$build"
 # docs/gateway.md's promises no other suite pinned: against the scripted engine, then real models.
 run_suite gateway-documented python3 "$root/tests/gateway/documented_features.py" "$build"
 run_suite gateway-documented-models python3 "$root/tests/gateway/documented_model_features.py" "$build"
+# Regenerate/edit/branch through HTTP reuse up to the last turn boundary (#15 item 7): cached_tokens.
+run_suite gateway-turn-reuse python3 "$root/tests/gateway/turn_reuse_e2e.py" "$build"
 # docs/deployment.md: the systemd units verify, the Kubernetes probes, the gateway's exit statuses.
 run_suite deployment-docs /usr/bin/python3 "$root/tests/deploy/deployment_docs_test.py" "$build"
 # Five node suites with deadlines of their own (tests/gateway/run.sh), up to 32 min in all.
