@@ -167,6 +167,8 @@ run_suite engine-turn-reuse python3 "$root/tests/serve/turn_reuse_e2e.py" "$buil
 run_suite vulkan-flags /usr/bin/python3 "$root/tests/vulkan/vulkan_flags_e2e.py" "$build"
 # inkling convert on every fixture layout, resume after a kill, refusals (docs/convert.md).
 run_suite convert-e2e "$root/tests/convert/convert_e2e.sh" "$build"
+# tools/audio-sidecar: only the audio tower, from a directory or by HTTP ranges, into a converted model.
+run_suite audio-sidecar /usr/bin/python3 "$root/tests/engine/audio_sidecar_test.py" "$build"
 # A converted model's expert cache: usage history saves, a CRC error while serving, no O_DIRECT.
 run_suite expert-cache-e2e /usr/bin/python3 "$root/tests/experts/expert_cache_e2e.py" "$build"
 run_suite gateway-e2e python3 "$root/tests/gateway/gateway_e2e.py" "$build"
