@@ -11,8 +11,8 @@
   port with Host: localhost, the startup probe allowing at least 10 minutes of loading and
   the liveness probe longer than the readiness one, with one GPU a replica.
 - The gateway's exit statuses in the page's table: 2 for an unknown flag and for ports
-  outside 0..65535, 1 for a missing model directory, a port in use and a non-loopback
-  --host without a key. Each run has a generous deadline (a gateway that does not exit
+  outside 0..65535, 1 for a value out of range, a missing model directory, a port in use
+  and a non-loopback --host without a key. Each run has a generous deadline (a gateway that does not exit
   fails the check); nothing depends on timing.
 """
 
@@ -134,6 +134,7 @@ def check_exits(build):
         (["--model", model, "--port", "99999"], 2, "--port 99999"),
         (["--model", model, "--port", "-1"], 2, "--port -1"),
         (["--model", model, "--port", "80x"], 2, "--port 80x"),
+        (["--model", model, "--slots", "0"], 1, "--slots 0"),
         (["--model", "/nonexistent/inkling-model"], 1, "a missing model directory"),
         (["--model", model, "--host", "0.0.0.0", "--port", "0"], 1, "a non-loopback --host without a key"),
     ]:
