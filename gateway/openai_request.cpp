@@ -6,6 +6,7 @@
 #include "gateway/api_error.h"
 #include "gateway/json_fields.h"
 #include "gateway/openai_tools.h"
+#include "gateway/schema_check.h"
 #include "gateway/tool_constraint.h"
 #include "protocol/audio/audio_error.h"
 #include "protocol/audio/dmel.h"
@@ -80,6 +81,40 @@ void common(const json& body, const GatewayLimits& limits, GenerationRequest& r)
             throw bad_request("'cache_slot' must be an integer in 0.." + std::to_string(protocol::kDefaultLimits.max_slot),
                               "cache_slot");
         r.slot_hint = static_cast<int>(slot->get<std::int64_t>());
+    }
+}
+
+// The engine's constraint for a chat turn. `required` or a named function: the call (or
+// calls), arguments valid against the schema — never left to the model; such a turn has no
+// text, so a response_format has nothing to shape and both are honoured. Else a JSON
+// response_format: the answer is that JSON, then the end of the message; with `auto` tools
+// the turn is that answer or calls (held to their schemas as forced calls are).
+std::string chat_constraint(const GenerationRequest& r) {
+    if (r.tools.choice == ToolChoice::Required || r.tools.choice == ToolChoice::Named) return forced_call_constraint(r.tools);
+    if (!r.format.json()) return {};
+    using oj = nlohmann::ordered_json;
+    const oj end_message = {{"type", "token"}, {"token", std::string(tml::marker::kEndMessage)}};
+    if (!r.tools.callable())  // the prompt opened the answer (<|content_text|> at effort 0)
+        return oj{{"type", "sequence"}, {"items", oj::array({answer_value_node(r.format), end_message})}}.dump();
+    // A bare <|message_model|>: unmarked text is the answer at effort 0, or the model opens it.
+    const oj opened = {{"type", "any_of"},
+                       {"items", oj::array({oj{{"type", "token"}, {"token", std::string(tml::marker::kContentText)}},
+                                            oj{{"type", "sequence"}, {"items", oj::array()}}})}};
+    const oj answer = {{"type", "sequence"}, {"items", oj::array({opened, answer_value_node(r.format), end_message})}};
+    return oj{{"type", "any_of"}, {"items", oj::array({answer, oj(any_calls_node(r.tools))})}}.dump();
+}
+
+// Every schema chat_constraint will send, checked before the request takes a slot: a
+// construct the engine cannot enforce is a 400 naming the field that carried it.
+void check_constraint_schemas(const GenerationRequest& r) {
+    const bool forced = r.tools.choice == ToolChoice::Required || r.tools.choice == ToolChoice::Named;
+    if (r.format.kind == ResponseFormat::Kind::JsonSchema && !forced)
+        check_schema(r.format.schema, "response_format.json_schema.schema", false);
+    if (!forced && !(r.format.json() && r.tools.callable())) return;
+    for (std::size_t i = 0; i < r.tools.tools.size(); ++i) {
+        const ToolSpec& t = r.tools.tools[i];
+        if (t.parameters.empty() || (r.tools.choice == ToolChoice::Named && t.name != r.tools.name)) continue;
+        check_schema(nlohmann::ordered_json(t.parameters), "tools[" + std::to_string(i) + "].function.parameters", true);
     }
 }
 
@@ -182,9 +217,7 @@ GenerationRequest parse_chat_request(const json& body, const GatewayLimits& limi
     r.chat = true;
     common(body, limits, r);
     r.tools = parse_openai_tools(body);
-    // required / a named function: the engine's constrained decoding makes the output that
-    // call (or those calls), arguments valid against the schema; never left to the model.
-    r.constraint = forced_call_constraint(r.tools);
+    r.format = parse_response_format(body);
     if (flag(body, "logprobs", false)) {
         const json* top = field(body, "top_logprobs");
         if (top && (!top->is_number_integer() || top->get<long long>() < 0 || top->get<long long>() > 20))
@@ -203,6 +236,13 @@ GenerationRequest parse_chat_request(const json& body, const GatewayLimits& limi
         effort = *v;
     }
     render_options.effort = effort;
+    if (r.format.json() && effort != 0.0 && r.tools.choice != ToolChoice::Required && r.tools.choice != ToolChoice::Named)
+        throw bad_request("response_format " + std::string(r.format.kind == ResponseFormat::Kind::JsonObject ? "json_object" : "json_schema") +
+                              " needs reasoning_effort 'none' (the default): the reasoning before the answer cannot be "
+                              "constrained, and an unconstrained answer would not be the JSON asked for",
+                          "reasoning_effort");
+    check_constraint_schemas(r);
+    r.constraint = chat_constraint(r);
     const json* messages = field(body, "messages");
     if (!messages || !messages->is_array() || messages->empty())
         throw bad_request("'messages' must be a non-empty array", "messages");
@@ -320,9 +360,23 @@ GenerationRequest parse_completion_request(const json& body, const GatewayLimits
         r.logprobs = static_cast<std::uint32_t>(lp->get<long long>());
     }
     if (field(body, "suffix")) throw bad_request("'suffix' is not supported", "suffix");
+    // OpenAI's legacy completions API has no response_format (agent-apis.md §3): refused, not
+    // ignored — a client asking for JSON must not get free text.
+    if (field(body, "response_format"))
+        throw bad_request("'response_format' is not a field of /v1/completions (OpenAI's completions API has none); "
+                          "use /v1/chat/completions for JSON output",
+                          "response_format");
     r.start_in_content = true;
     r.affinity = AffinityMap::key_of(std::string_view(r.prompt).substr(0, 256));
     return r;
+}
+
+void keep_declared_key_order(GenerationRequest& g, std::string_view raw_body) {
+    if (g.format.kind != ResponseFormat::Kind::JsonSchema) return;
+    auto schema = declared_schema(raw_body);
+    if (!schema) return;
+    g.format.schema = std::move(*schema);
+    g.constraint = chat_constraint(g);
 }
 
 }  // namespace inkling::gateway

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gateway/response_format.h"
 #include "gateway/tool_use.h"
 
 namespace inkling::gateway {
@@ -46,6 +47,8 @@ struct GenerationRequest {
     // The engine's constraint (SUBMIT grammar=N, PROTOCOL.md §12.3): the output must match it
     // (a forced tool choice, tool_constraint.h); "" for none.
     std::string constraint = {};
+    // Chat's response_format (response_format.h): the answer's JSON, part of `constraint`.
+    ResponseFormat format = {};
     // The Messages API's thinking display "omitted": thinking blocks are sent without their text.
     bool omit_reasoning = false;
     // POST /v1/messages/count_tokens: the engine counts the prompt (ACCEPT) and generates
@@ -68,6 +71,10 @@ nlohmann::json parse_body(std::string_view text, std::size_t max_depth = kMaxJso
 
 GenerationRequest parse_chat_request(const nlohmann::json& body, const GatewayLimits& limits);
 GenerationRequest parse_completion_request(const nlohmann::json& body, const GatewayLimits& limits);
+// A json_schema response_format's schema with its keys in the order the client wrote them
+// (the body's parser sorted them), read again from the raw body, and `constraint` rebuilt:
+// OpenAI writes an answer's keys in the schema's order. Nothing for any other request.
+void keep_declared_key_order(GenerationRequest& g, std::string_view raw_body);
 
 // Standard base64 (RFC 4648) with or without padding; throws ApiError naming `param`.
 std::string decode_base64(const std::string& text, const std::string& param);

@@ -12,15 +12,6 @@ namespace tml = protocol::tml;
 
 namespace {
 
-// OpenAI's rule for function names: 1–64 of a-z A-Z 0-9 _ -.
-bool valid_name(const std::string& n) {
-    if (n.empty() || n.size() > 64) return false;
-    for (char c : n)
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
-            return false;
-    return true;
-}
-
 const std::string& string_at(const json& obj, const char* key, const std::string& path) {
     const json* v = obj.is_object() ? field(obj, key) : nullptr;
     if (!v || !v->is_string()) throw bad_request(path + "." + key + " must be a string", path + "." + key);
@@ -38,7 +29,7 @@ ToolSpec parse_tool(const json& t, const std::string& p) {
     const std::string fp = p + ".function";
     ToolSpec spec;
     spec.name = string_at(*fn, "name", fp);
-    if (!valid_name(spec.name))
+    if (!valid_function_name(spec.name))
         throw bad_request(fp + ".name must be 1-64 characters of a-z, A-Z, 0-9, _ and -", fp + ".name");
     if (const json* d = field(*fn, "description")) {
         if (!d->is_string()) throw bad_request(fp + ".description must be a string", fp + ".description");
@@ -54,6 +45,14 @@ ToolSpec parse_tool(const json& t, const std::string& p) {
 }
 
 }  // namespace
+
+bool valid_function_name(const std::string& n) {
+    if (n.empty() || n.size() > 64) return false;
+    for (char c : n)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
+            return false;
+    return true;
+}
 
 ToolUse parse_openai_tools(const json& body) {
     for (const char* old : {"functions", "function_call"})

@@ -16,6 +16,10 @@ namespace inkling::gateway {
 
 ToolUse parse_openai_tools(const nlohmann::json& body);
 
+// OpenAI's rule for function names (and response_format.json_schema.name): 1-64 of a-z A-Z
+// 0-9 _ -.
+bool valid_function_name(const std::string& name);
+
 // An assistant message's `tool_calls` ("messages[i]" is `path`) appended to `message` as
 // calls, each recorded in `names` (tool_call_id → function) for the results that follow.
 void append_openai_tool_calls(const nlohmann::json& message, const std::string& path, protocol::tml::Message& out,

@@ -9,6 +9,7 @@
 
 #include "gateway/api_error.h"
 #include "gateway/connection.h"
+#include "gateway/cors_headers.h"
 #include "gateway/dialect_chat.h"
 #include "gateway/dialect_completions.h"
 #include "gateway/dialect_messages.h"
@@ -180,7 +181,8 @@ awaitable<bool> Server::on_preflight(Call& call) {
     Response res{http::status::no_content, call.req.version()};
     cors(call.req, res);
     res.set(http::field::access_control_allow_methods, "GET, POST, OPTIONS");
-    res.set(http::field::access_control_allow_headers, "Authorization, Content-Type, x-api-key");
+    res.set(http::field::access_control_allow_headers,
+            preflight_allow_headers(std::string(call.req[http::field::access_control_request_headers])));
     res.set(http::field::access_control_max_age, "600");
     res.keep_alive(call.req.keep_alive());
     res.prepare_payload();
@@ -337,6 +339,7 @@ awaitable<bool> Server::on_generation(Call& call) {
         try {
             const nlohmann::json body = parse_body(req.body());
             GenerationRequest g = dialect.parse(body, o_.limits);
+            keep_declared_key_order(g, req.body());  // a response_format schema's keys, as written
             if (g.prompt.find('\0') != std::string::npos)
                 throw bad_request("the prompt contains a NUL character", dialect.prompt_param);
             // The engine's limit, checked here: bodies may be larger (audio arrives as

@@ -227,7 +227,7 @@ std::string Server::cors_header_block(const Request& req) const {
     const std::string origin = allowed_origin(req);
     if (origin.empty()) return {};
     return "Access-Control-Allow-Origin: " + origin +
-           "\r\nVary: Origin\r\nAccess-Control-Expose-Headers: x-request-id, Retry-After\r\n";
+           "\r\nVary: Origin\r\nAccess-Control-Expose-Headers: x-request-id, request-id, Retry-After\r\n";
 }
 
 void Server::cors(const Request& req, Response& res) const {
@@ -235,7 +235,7 @@ void Server::cors(const Request& req, Response& res) const {
     if (origin.empty()) return;
     res.set(http::field::access_control_allow_origin, origin);
     res.set(http::field::vary, "Origin");
-    res.set(http::field::access_control_expose_headers, "x-request-id, Retry-After");
+    res.set(http::field::access_control_expose_headers, "x-request-id, request-id, Retry-After");
 }
 
 bool Server::authorized(const Request& req) const {

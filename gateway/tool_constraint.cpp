@@ -24,6 +24,15 @@ json call(const ToolSpec& t) {
 
 }  // namespace
 
+json any_calls_node(const ToolUse& use) {
+    json any = json::array();
+    for (const auto& t : use.tools) any.push_back(call(t));
+    json item = any.size() == 1 ? any[0] : json{{"type", "any_of"}, {"items", any}};
+    json calls = {{"type", "repeat"}, {"item", item}, {"min", 1}, {"separator", token("<|message_model|>")}};
+    if (!use.parallel) calls["max"] = 1;
+    return calls;
+}
+
 std::string forced_call_constraint(const ToolUse& use) {
     if (use.choice == ToolChoice::Named) {
         for (const auto& t : use.tools)
@@ -31,12 +40,7 @@ std::string forced_call_constraint(const ToolUse& use) {
         return {};
     }
     if (use.choice != ToolChoice::Required || use.tools.empty()) return {};
-    json any = json::array();
-    for (const auto& t : use.tools) any.push_back(call(t));
-    json item = any.size() == 1 ? any[0] : json{{"type", "any_of"}, {"items", any}};
-    json calls = {{"type", "repeat"}, {"item", item}, {"min", 1}, {"separator", token("<|message_model|>")}};
-    if (!use.parallel) calls["max"] = 1;
-    return calls.dump();
+    return any_calls_node(use).dump();
 }
 
 }  // namespace inkling::gateway

@@ -12,11 +12,17 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "gateway/tool_use.h"
 
 namespace inkling::gateway {
 
 // The constraint's JSON text for ToolChoice::Required or Named; "" for None and Auto.
 std::string forced_call_constraint(const ToolUse& tools);
+
+// The node of one call or more of any declared function (one when parallel calls are off):
+// `required`'s constraint, and the calls branch when `auto` meets a response_format.
+nlohmann::json any_calls_node(const ToolUse& tools);
 
 }  // namespace inkling::gateway

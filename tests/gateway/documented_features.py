@@ -158,6 +158,22 @@ def cors():
                and {"authorization", "content-type", "x-api-key"} <= set(allowed)
                and h.get("access-control-max-age") == "600" and h.get("vary") == "Origin", (st, h))
         st, _, h = call(g, "OPTIONS", "/v1/chat/completions", headers={**evil, **pre})
+        # What openai-node and @anthropic-ai/sdk send from a browser (dangerouslyAllowBrowser; the
+        # names grepped from tests/gateway/node_modules): every one must be allowed, or the
+        # browser refuses the request. cors_preflight.test.mjs checks the SDKs' real requests.
+        sdk = ["authorization", "content-type", "accept", "x-api-key", "anthropic-version", "anthropic-beta",
+               "anthropic-dangerous-direct-browser-access", "openai-organization", "openai-project",
+               "x-stainless-lang", "x-stainless-package-version", "x-stainless-os", "x-stainless-arch",
+               "x-stainless-runtime", "x-stainless-runtime-version", "x-stainless-retry-count",
+               "x-stainless-timeout", "x-stainless-helper-method", "x-stainless-helper", "x-stainless-poll-helper"]
+        st, _, h = call(g, "OPTIONS", "/v1/messages",
+                        headers={**app, "Access-Control-Request-Method": "POST",
+                                 "Access-Control-Request-Headers": ", ".join(sdk + ["x-not-an-sdk-header"])})
+        allowed = [x.strip().lower() for x in h.get("access-control-allow-headers", "").split(",")]
+        report("a preflight allows every request header the official SDKs send from a browser (anthropic-*, "
+               "x-stainless-*, openai-*, x-api-key), and no other asked-for header",
+               st == 204 and set(sdk) <= set(allowed) and "x-not-an-sdk-header" not in allowed,
+               (st, sorted(set(sdk) - set(allowed)), h))
         report("a preflight from another origin gets no Access-Control-Allow-Origin (the browser refuses)",
                "access-control-allow-origin" not in h, (st, h))
         st, body, h = call(g, "POST", "/v1/chat/completions", chat_body(), headers=app, key=key)
