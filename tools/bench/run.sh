@@ -24,6 +24,8 @@ fi
 for model in "$build/fixtures/base-release-bf16" "$mid"; do
     name="$(basename "$model")"
     extra=()
+    # --reuse-tokens: time to first token of a 2,000-token follow-up turn and of a regenerated
+    # last turn (from its turn-boundary snapshot), each against a cold prefill in the same run.
     if [[ "$name" == mid ]]; then extra=(--sessions 1,2,4,8 --reuse-tokens 2000); fi
     "$build/inkling" bench --model "$model" --prompt-tokens 128 --decode-tokens 32 "${extra[@]}" >"$out/$name.json"
 done
