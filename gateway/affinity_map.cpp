@@ -34,4 +34,16 @@ void AffinityMap::remember(std::uint64_t key, int slot) {
     index_.emplace(key, order_.begin());
 }
 
+int SlotRecency::coldest(std::uint64_t key) const {
+    const int hashed = static_cast<int>(key % static_cast<std::uint64_t>(last_.size()));
+    int best = hashed;
+    for (int i = 0; i < static_cast<int>(last_.size()); ++i)
+        if (last_[static_cast<std::size_t>(i)] < last_[static_cast<std::size_t>(best)]) best = i;
+    return best;
+}
+
+void SlotRecency::touch(int slot) {
+    if (slot >= 0 && static_cast<std::size_t>(slot) < last_.size()) last_[static_cast<std::size_t>(slot)] = ++clock_;
+}
+
 }  // namespace inkling::gateway

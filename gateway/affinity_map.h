@@ -16,6 +16,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace inkling::gateway {
 
@@ -41,6 +42,21 @@ private:
     std::size_t capacity_;
     Order order_;
     std::unordered_map<std::uint64_t, Order::iterator> index_;
+};
+
+// Which slot a conversation the map does not know should take: the one whose prefix was
+// remembered longest ago (never: first), so new conversations spread over the slots instead
+// of two landing in one by their hashes and evicting each other's prefix. Among slots never
+// used, the hashed one (`key % slots`) wins, then the lowest.
+class SlotRecency {
+public:
+    explicit SlotRecency(int slots) : last_(static_cast<std::size_t>(slots), 0) {}
+    int coldest(std::uint64_t key) const;
+    void touch(int slot);  // a conversation's turn was remembered in it
+
+private:
+    std::vector<std::uint64_t> last_;  // per slot: the touch counter when last touched, 0 never
+    std::uint64_t clock_ = 0;
 };
 
 }  // namespace inkling::gateway

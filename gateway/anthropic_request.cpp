@@ -311,8 +311,9 @@ void parse_sampling(const json& body, const GatewayLimits& limits, GenerationReq
 GenerationRequest parse(const json& body, const GatewayLimits& limits, Mode mode) {
     if (!body.is_object()) throw bad_request("the request body must be a JSON object");
     check_fields(body, mode);
-    require_model(body, limits.model_id);
+    const std::string model = require_model(body, limits.model_ids);
     GenerationRequest r;
+    r.model = model;
     r.chat = true;
     if (mode == Mode::Create) {
         parse_sampling(body, limits, r);

@@ -64,6 +64,18 @@ void EngineLife::start(Time now) {
     spawn(now);
 }
 
+void EngineLife::reload(Time now) {
+    now_ = std::max(now_, now);
+    if (!started_) return start(now);
+    if (state_ != State::Stopped) return;
+    stopping_ = false;
+    stop_until_.reset();
+    quick_deaths_ = 0;
+    backoff_ = o_.backoff_first;
+    set_state(State::Starting, "");
+    spawn(now);
+}
+
 void EngineLife::spawn(Time now) {
     next_attempt_.reset();
     std::string error;

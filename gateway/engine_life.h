@@ -97,6 +97,10 @@ public:
     void on_exit(Time now, EngineExit exit);           // once per started engine, after its output
     // Stops admitting requests; the engine finishes what it has and exits (Stopped).
     void shutdown(Time now);
+    // After Stopped (a model unloaded for idleness or the memory budget): admits requests again
+    // and starts an engine, as start() did; the counts (restarts, device losses) go on.
+    void reload(Time now);
+    bool stopping() const { return stopping_; }
 
     // ---- requests ------------------------------------------------------------------------
     bool admitting() const { return state_ == State::Ready && !stopping_; }

@@ -31,7 +31,10 @@ EngineSupervisor::EngineSupervisor(asio::io_context& io, Options options, Metric
                     },
             }),
       life_(link_, options, metrics), state_changed_(io.get_executor()), timer_wake_(io.get_executor()) {
-    life_.on_state_change = [this] { state_changed_.notify_all(); };
+    life_.on_state_change = [this] {
+        state_changed_.notify_all();
+        if (on_change) on_change();
+    };
 }
 
 EngineSupervisor::~EngineSupervisor() = default;
@@ -48,12 +51,17 @@ awaitable<void> EngineSupervisor::run_timer() {
         life_.tick(Clock::now());
         state_changed_.notify_all();
     }
+    timer_running_ = false;
 }
 
 void EngineSupervisor::start() {
-    if (started_) return;
+    if (started_ && life_.state() != State::Stopped) return;
+    if (started_) life_.reload(Clock::now());
+    else life_.start(Clock::now());
     started_ = true;
-    life_.start(Clock::now());
+    // A timer that has not yet seen the Stopped state goes on (it loops while not Stopped).
+    if (timer_running_) return timer_wake_.notify();
+    timer_running_ = true;
     asio::co_spawn(io_, run_timer(), asio::detached);
 }
 

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,7 +54,13 @@ public:
     EngineSupervisor(asio::io_context& io, Options options, Metrics& metrics);
     ~EngineSupervisor();
 
+    // Starts the engine; after shutdown() (Stopped) starts a new one (a model reloaded).
     void start();
+    bool stopping() const { return life_.stopping(); }
+    // After every state change (gateway/models.h watches its engines).
+    std::function<void()> on_change;
+    // Where its log lines go (EngineLife::log): several models' engines name theirs.
+    void set_log(std::function<void(const std::string&)> log) { life_.log = std::move(log); }
     // Stops taking requests, lets the engine finish what it has, then ends it.
     awaitable<void> shutdown();
 
@@ -94,7 +101,7 @@ private:
     EngineLife life_;
     Broadcast state_changed_;
     Signal timer_wake_;
-    bool started_ = false;
+    bool started_ = false, timer_running_ = false;
 };
 
 }  // namespace inkling::gateway

@@ -40,7 +40,13 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
     ResponseMeta meta;
     meta.id = dialect.id_prefix + random_hex(24);
     meta.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    meta.model = o_.limits.model_id;
+    meta.model = g.model;
+    // The parser accepted only a served id. The use keeps the model resident until the end.
+    Model& model = *models_.find(g.model);
+    ModelUse use(model, models_.changed());
+    model.requests.inc();
+    EngineSupervisor& engine = model.engine;
+    SlotPool& slots = model.slots;
     const std::string id = meta.id;
     const char* endpoint = dialect.endpoint;
     ++active_requests_;
@@ -72,20 +78,23 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
     } stop_watching{watch, c.stream.socket()};
 
     std::optional<ApiError> failure;
+    // ---- the model's engine: loaded now if it is not (the budget may unload idle ones) ----
+    if (auto why = co_await models_.make_resident(model, Clock::now() + o_.engine_wait))
+        failure = ApiError(503, "server_error", *why, "model", "model_unavailable", 5);
     // ---- admission --------------------------------------------------------------------
     int preferred = -1;
     if (g.slot_hint) {
-        if (*g.slot_hint >= slots_.slots())
-            failure = bad_request("'cache_slot' must be below " + std::to_string(slots_.slots()), "cache_slot");
+        if (*g.slot_hint >= slots.slots())
+            failure = bad_request("'cache_slot' must be below " + std::to_string(slots.slots()), "cache_slot");
         preferred = *g.slot_hint;
-    } else if (auto known = affinity_.find(g.affinity)) {
+    } else if (auto known = model.affinity.find(g.affinity)) {
         preferred = *known;
     } else {
-        preferred = static_cast<int>(g.affinity % static_cast<std::uint64_t>(slots_.slots()));
+        preferred = model.recency.coldest(g.affinity);  // a new conversation: the slot unused longest
     }
     int slot = -1;
     if (!failure) {
-        auto r = co_await slots_.acquire(preferred, Clock::now() + o_.queue_timeout, c.disconnected, c.wake);
+        auto r = co_await slots.acquire(preferred, Clock::now() + o_.queue_timeout, c.disconnected, c.wake);
         metrics_.queue_wait.observe(seconds(Clock::now() - t0));
         if (r.outcome == SlotPool::Outcome::QueueFull)
             failure = ApiError(429, "rate_limit_error", "the queue is full; retry later", "", "queue_full", 1);
@@ -103,7 +112,7 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
         ~Release() {
             if (slot >= 0) pool.release(slot);
         }
-    } release{slots_, slot};
+    } release{slots, slot};
 
     // ---- submit, retrying while the engine dies before ACCEPT -------------------------
     std::shared_ptr<RequestStream> stream;
@@ -111,12 +120,12 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
     bool counted = false;  // count_only: the engine's refusal named the count (CONTEXT_EXCEEDED)
     int deaths_with_it = 0;  // engines that ended while they had this request
     for (int attempt = 0; !failure && !stream && !counted; ++attempt) {
-        if (!co_await engine_.wait_ready(Clock::now() + o_.engine_wait)) {
+        if (!co_await engine.wait_ready(Clock::now() + o_.engine_wait)) {
             failure = ApiError(503, "server_error", "the engine is not available (" +
-                                                        std::string(EngineSupervisor::state_name(engine_.state())) +
-                                                        (engine_.reason().empty() ? "" : ": " + engine_.reason()) + ")",
+                                                        std::string(EngineSupervisor::state_name(engine.state())) +
+                                                        (engine.reason().empty() ? "" : ": " + engine.reason()) + ")",
                                "", "engine_unavailable",
-                               std::max(1, static_cast<int>(std::ceil(engine_.seconds_to_next_attempt()))));
+                               std::max(1, static_cast<int>(std::ceil(engine.seconds_to_next_attempt()))));
             break;
         }
         protocol::Submit s;
@@ -132,18 +141,18 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
         // The answer's log-probs: a tail on DATA only (no ECHO, prefix reuse kept), with the
         // alternatives' text, which the gateway cannot look up (PROTOCOL.md §5.1.1).
         if (g.logprobs) s.options.data_logprobs = std::max<std::uint32_t>(1, *g.logprobs);
-        auto candidate = engine_.submit(std::move(s));
+        auto candidate = engine.submit(std::move(s));
         // Counting: ACCEPT carries the engine's count and nothing is to be generated. The
         // CANCEL goes out right behind the SUBMIT, so the engine reads both before its next
         // round: it tokenizes the prompt and computes nothing.
-        if (g.count_only) engine_.cancel(candidate->id());
+        if (g.count_only) engine.cancel(candidate->id());
         waiting_on = candidate;
         const auto accept_by = Clock::now() + o_.accept_deadline;
         while (true) {
             auto ev = co_await candidate->next(accept_by);
             if (c.disconnected) {
-                engine_.cancel(candidate->id());
-                engine_.release(candidate->id());
+                engine.cancel(candidate->id());
+                engine.release(candidate->id());
                 metrics_.client_cancels.inc();
                 co_return;
             }
@@ -152,8 +161,8 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
                 // An engine that is alive (the watchdog hears it) but never takes this request.
                 std::fprintf(stderr, "[gateway] %s: no ACCEPT for %s within %lld s: cancelling\n", id.c_str(),
                              candidate->id().c_str(), static_cast<long long>(o_.accept_deadline.count()));
-                engine_.cancel(candidate->id());
-                engine_.release(candidate->id());
+                engine.cancel(candidate->id());
+                engine.release(candidate->id());
                 failure = ApiError(503, "server_error",
                                    "the engine did not accept the request within " +
                                        std::to_string(o_.accept_deadline.count()) + " s",
@@ -213,7 +222,7 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
             auto ev = co_await stream->next(end_by);
             if (!ev ? Clock::now() >= end_by : !std::holds_alternative<protocol::Data>(*ev)) break;
         }
-        if (stream) engine_.release(stream->id());
+        if (stream) engine.release(stream->id());
         if (c.disconnected) co_return;
         Answer count;
         count.usage.prompt_tokens = accept.prompt_tokens;
@@ -223,7 +232,10 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
     }
     metrics_.tokens_in.inc(static_cast<double>(accept.prompt_tokens));
     // Remembered only once the engine holds the prefix: a refused request leaves nothing.
-    affinity_.remember(g.affinity, slot);
+    model.prompt_tokens.inc(static_cast<double>(accept.prompt_tokens));
+    model.cached_tokens.inc(static_cast<double>(accept.reused.value_or(0)));
+    model.affinity.remember(g.affinity, slot);
+    model.recency.touch(slot);
 
     // ---- the answer -------------------------------------------------------------------
     auto& socket = c.stream.socket();
@@ -256,6 +268,7 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
     if (g.stream) {
         const std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
                                  "X-Accel-Buffering: no\r\nConnection: close\r\nx-request-id: " + id + "\r\nrequest-id: " + id + "\r\n" +
+                                 "x-conversation-key: " + g.conversation_key + "\r\n" +
                                  cors_header_block(req) + "\r\n";
         co_await send(head);
         c.close_after = true;  // SSE: the stream ends with the connection
@@ -283,7 +296,7 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
         const bool probing = g.stream && watch->half_closed && !cancelled;
         auto ev = co_await stream->next(probing ? std::min(frame_by, next_probe) : frame_by);
         if (c.disconnected && !cancelled) {
-            engine_.cancel(stream->id());
+            engine.cancel(stream->id());
             metrics_.client_cancels.inc();
             cancelled = true;
         }
@@ -293,8 +306,8 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
                 continue;
             }
             // The engine is alive (the watchdog hears it) but this request makes no progress.
-            engine_.cancel(stream->id());
-            engine_.release(stream->id());
+            engine.cancel(stream->id());
+            engine.release(stream->id());
             if (cancelled) co_return;  // the client is gone; the engine never confirmed the CANCEL
             std::fprintf(stderr, "[gateway] %s: no frame for %s within %lld s: cancelling\n", id.c_str(),
                          stream->id().c_str(), static_cast<long long>(o_.frame_deadline.count()));
@@ -313,10 +326,11 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
             if (cancelled) continue;  // after CANCEL: drop what is in flight
             const auto step = driver.data(d->bytes, d->logprobs);
             co_await send(step.bytes);
-            if (step.stop_engine) engine_.stop(stream->id());
+            if (step.stop_engine) engine.stop(stream->id());
         } else if (auto* d = std::get_if<protocol::Done>(&*ev)) {
             if (cancelled) co_return;
             metrics_.tokens_out.inc(static_cast<double>(d->stat.emitted));
+            model.completion_tokens.inc(static_cast<double>(d->stat.emitted));
             end = driver.done(d->stat);
         } else if (auto* e = std::get_if<protocol::Error>(&*ev)) {
             if (cancelled || e->code == protocol::ErrorCode::Cancelled) co_return;  // the client is gone
@@ -330,7 +344,7 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
             end = driver.failed(generation_failure(why));
         }
     }
-    engine_.release(stream->id());
+    engine.release(stream->id());
     metrics_.e2e.observe(seconds(Clock::now() - t0));
     if (g.stream) {
         // Committed: the last events, or an error event and the end marker — never a silent cut.
@@ -340,7 +354,7 @@ awaitable<void> Server::generate(Connection& c, const Request& req, const Dialec
     }
     watch->response_started = true;
     if (end->complete) {
-        co_await write_json(c, req, 200, end->body, endpoint);
+        co_await write_json(c, req, 200, end->body, endpoint, 0, g.conversation_key);
     } else {
         const nlohmann::json body = dialect.error_body(*end->error);
         co_await write_json(c, req, status_of(dialect, *end->error), body, endpoint, end->error->retry_after);

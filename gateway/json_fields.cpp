@@ -42,14 +42,18 @@ bool flag(const json& body, const char* key, bool fallback) {
     return v->get<bool>();
 }
 
-void require_model(const json& body, const std::string& model_id) {
+std::string require_model(const json& body, const std::vector<std::string>& model_ids) {
     const json* model = field(body, "model");
     if (!model) throw bad_request("'model' is required", "model");
     if (!model->is_string()) throw bad_request("'model' must be a string", "model");
-    if (model->get<std::string>() != model_id)
-        throw ApiError(404, "invalid_request_error",
-                       "The model '" + model->get<std::string>() + "' does not exist; this server serves '" + model_id + "'",
-                       "model", "model_not_found");
+    const std::string id = model->get<std::string>();
+    std::string served;
+    for (const auto& m : model_ids) {
+        if (m == id) return id;
+        served += (served.empty() ? "'" : ", '") + m + "'";
+    }
+    throw ApiError(404, "invalid_request_error", "The model '" + id + "' does not exist; this server serves " + served,
+                   "model", "model_not_found");
 }
 
 }  // namespace inkling::gateway

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,7 +22,8 @@ const nlohmann::json* field(const nlohmann::json& body, const char* key);
 double number_in(const nlohmann::json& body, const char* key, double fallback, double lo, double hi, bool lo_open);
 // A boolean, else `fallback` when absent.
 bool flag(const nlohmann::json& body, const char* key, bool fallback);
-// `model` is present, a string, and the model this server serves (else 404 model_not_found).
-void require_model(const nlohmann::json& body, const std::string& model_id);
+// `model` is present, a string, and one of the models this server serves (else 404
+// model_not_found); returns it.
+std::string require_model(const nlohmann::json& body, const std::vector<std::string>& model_ids);
 
 }  // namespace inkling::gateway

@@ -24,7 +24,7 @@ namespace {
 // Fields every generation request shares.
 void common(const json& body, const GatewayLimits& limits, GenerationRequest& r) {
     if (!body.is_object()) throw bad_request("the request body must be a JSON object");
-    require_model(body, limits.model_id);
+    r.model = require_model(body, limits.model_ids);
     if (const json* n = field(body, "n")) {
         if (!n->is_number_integer()) throw bad_request("'n' must be an integer", "n");
         if (n->get<long long>() != 1) throw bad_request("only n=1 is supported", "n");

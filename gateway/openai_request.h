@@ -18,13 +18,14 @@
 namespace inkling::gateway {
 
 struct GatewayLimits {
-    std::string model_id;
+    std::vector<std::string> model_ids;   // the models served: a request's `model` must be one
     std::uint64_t max_tokens_cap = 4096;  // clamp for max_tokens (and the default)
     bool dmel_boost = true;               // the quiet-clip RMS boost (off = transformers exactly)
     std::size_t max_audio_seconds = 600;
 };
 
 struct GenerationRequest {
+    std::string model;                // which of GatewayLimits::model_ids
     bool chat = true;
     bool stream = false;
     bool include_usage = false;
@@ -54,6 +55,9 @@ struct GenerationRequest {
     // POST /v1/messages/count_tokens: the engine counts the prompt (ACCEPT) and generates
     // nothing (the request is CANCELled at once); the answer is the count.
     bool count_only = false;
+    // The conversation key the response names (x-conversation-key): the x-session-id it came
+    // with, else the hex of `affinity`. Set by the HTTP side.
+    std::string conversation_key = {};
 };
 
 // JSON nests at most this deep (arrays and objects): 32 MiB of '[' would otherwise cost

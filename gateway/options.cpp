@@ -7,9 +7,28 @@ using cli::Kind;
 using cli::Type;
 
 constexpr cli::Option kOptions[] = {
-    {.name = "model", .value_name = "DIR", .doc = "model directory (config.json, *.safetensors, tokenizer.json)"},
+    {.name = "model", .type = Type::Strings, .value_name = "[ID=]DIR",
+     .doc = "model directory (config.json, *.safetensors, tokenizer.json); ID=DIR names the model (clients send "
+            "ID as `model`); one engine per --model"},
     {.name = "model-id", .value_name = "ID", .default_doc = "the directory's name",
-     .doc = "the model name clients send as `model`"},
+     .doc = "the model name clients send as `model` (one --model DIR only)"},
+    // several models (docs/gateway.md, "Several models")
+    {.name = "model-slots", .type = Type::Strings, .value_name = "ID=N",
+     .doc = "engine slots of one model, instead of --slots"},
+    {.name = "model-engine-arg", .type = Type::Strings, .value_name = "ID=ARG",
+     .doc = "an extra engine argument for one model, after the --engine-arg ones"},
+    {.name = "model-memory", .type = Type::Strings, .value_name = "ID=BYTES", .default_doc = "its files' size",
+     .doc = "what one model takes resident, for --memory-budget (e.g. small=2G)"},
+    {.name = "model-load", .value_name = "WHEN", .default_value = "start",
+     .doc = "start: every model's engine starts with the gateway (as the budget allows); on-demand: a model's "
+            "first request starts it"},
+    {.name = "model-load-wait", .type = Type::Int, .value_name = "S", .default_value = "120",
+     .doc = "how long a request waits for its model's engine to load or restart (then 503)"},
+    {.name = "model-idle-timeout", .type = Type::Int, .value_name = "S", .default_value = "0",
+     .doc = "stop a model's engine after S s without requests (0 = never); its next request loads it again"},
+    {.name = "memory-budget", .value_name = "BYTES", .default_value = "0",
+     .doc = "what the resident models may take in all (e.g. 48G; 0 = no limit): a load unloads idle models, "
+            "least recently used first, or waits for one"},
     // listening, and who may talk to it
     {.name = "host", .value_name = "HOST", .default_value = "127.0.0.1",
      .doc = "address to listen on (a non-loopback one needs an API key)"},
@@ -81,7 +100,8 @@ constexpr cli::Option kOptions[] = {
 constexpr cli::Program kProgram{
     .name = "inkling-gateway",
     .summary = "OpenAI-compatible HTTP gateway for the Inkling engine.",
-    .usage = "inkling-gateway --model DIR [--host 127.0.0.1] [--port 8000] [--api-key K] [--slots N] [options]",
+    .usage = "inkling-gateway --model [ID=]DIR [--model ID=DIR …] [--host 127.0.0.1] [--port 8000] [--api-key K] "
+             "[--slots N] [options]",
     .doc_page = "gateway.md",
     .options = kOptions,
 };

@@ -3,9 +3,11 @@
 // each path's access (public or API key), methods and handler. The generation routes name
 // their dialect (dialect.h): it parses the body, shapes the answer and every error on that
 // route, so a new API plugs in as one table row and one dialect.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <span>
+#include <sstream>
 
 #include "gateway/api_error.h"
 #include "gateway/connection.h"
@@ -49,6 +51,7 @@ struct Server::Route {
 const Server::Route* Server::find_route(const std::string& path) {
     static const Route table[] = {
         {"/health", false, false, Route::kGet | Route::kHead, "use GET", &Server::on_health},
+        {"/health/", true, false, Route::kGet | Route::kHead, "use GET", &Server::on_model_health},
         {"/metrics", false, true, Route::kGet, "use GET", &Server::on_metrics},
         {"/v1/stats", false, true, Route::kGet, "use GET", &Server::on_stats},
         {"/v1/models", false, true, Route::kGet, "use GET", &Server::on_models},
@@ -105,7 +108,7 @@ awaitable<bool> Server::route(Connection& c, Request& req) {
             ++per_ip_[client.address];
             client.counted = true;
         }
-        if (path != "/health" && path != "/metrics") {
+        if (path != "/health" && !path.starts_with("/health/") && path != "/metrics") {
             auto it = per_ip_.find(client.address);
             if (it != per_ip_.end() && it->second > o_.max_connections_per_ip) {
                 req.keep_alive(false);
@@ -191,26 +194,54 @@ awaitable<bool> Server::on_preflight(Call& call) {
     co_return true;
 }
 
-std::string Server::health_state(int& status, int& retry_after, nlohmann::json& body) const {
-    auto state = engine_.state();
-    std::string name = EngineSupervisor::state_name(state);
-    if (!accepting_) name = "draining";
-    status = state == EngineSupervisor::State::Ready && accepting_ ? 200 : 503;
-    const double next = engine_.seconds_to_next_attempt();
+void Server::health_state(int& status, int& retry_after, nlohmann::json& body, const Model* only) const {
+    // 200 while every model (or `only`) is healthy: ready, unloaded (its first request loads
+    // it) or loading on demand; 503 while one is starting, restarting, failed or draining.
+    const Model* bad = nullptr;
+    double next = 0;
+    nlohmann::json models = nlohmann::json::object();
+    for (const auto& m : models_.all()) {
+        if (only && m.get() != only) continue;
+        models[m->id] = {{"status", m->status()}};
+        if (!m->healthy()) {
+            if (!bad) bad = m.get();
+            next = std::max(next, m->engine.seconds_to_next_attempt());
+        }
+    }
+    status = !bad && accepting_ ? 200 : 503;
     retry_after = status == 200 ? 0 : std::max(1, static_cast<int>(std::ceil(next)));
-    body = {{"status", status == 200 ? "ok" : name}};
+    body = {{"status", status == 200 ? "ok" : !accepting_ ? "draining" : bad->status()}};
     if (status != 200) {
-        body["reason"] = engine_.reason();
+        const std::string why = bad ? bad->engine.reason() : "";
+        body["reason"] = bad && models_.all().size() > 1 ? "model " + bad->id + (why.empty() ? "" : ": " + why) : why;
         if (next > 0) body["retry_in_s"] = std::round(next * 10) / 10;
     }
-    return name;
+    body["models"] = std::move(models);
 }
 
 awaitable<bool> Server::on_health(Call& call) {
     int status = 0, retry = 0;
     nlohmann::json body;
     health_state(status, retry, body);
-    if (authorized(call.req) && status == 200) body["engine"] = {{"pid", engine_.pid()}, {"restarts", engine_.restarts()}};
+    if (authorized(call.req)) {
+        for (const auto& m : models_.all())
+            body["models"][m->id].update({{"pid", m->engine.pid()}, {"restarts", m->engine.restarts()}});
+        const Model& first = *models_.all().front();
+        if (status == 200) body["engine"] = {{"pid", first.engine.pid()}, {"restarts", first.engine.restarts()}};
+    }
+    co_await write_json(call.c, call.req, status, body, "health", retry);
+    co_return true;
+}
+
+// /health/{model}: that model's health alone (a balancer that routes by model checks it).
+awaitable<bool> Server::on_model_health(Call& call) {
+    const std::string id = call.path.substr(std::string_view("/health/").size());
+    const Model* m = models_.find(id);
+    if (!m) throw ApiError(404, "invalid_request_error", "The model '" + id + "' does not exist", "model", "model_not_found");
+    int status = 0, retry = 0;
+    nlohmann::json body;
+    health_state(status, retry, body, m);
+    if (authorized(call.req)) body["models"][id].update({{"pid", m->engine.pid()}, {"restarts", m->engine.restarts()}});
     co_await write_json(call.c, call.req, status, body, "health", retry);
     co_return true;
 }
@@ -233,12 +264,32 @@ awaitable<bool> Server::on_web_asset(Call& call) {
 }
 
 awaitable<bool> Server::on_metrics(Call& call) {
-    metrics_.queue_depth = slots_.queued();
-    metrics_.active = slots_.active();
+    double queued = 0, active = 0;
+    for (const auto& m : models_.all()) {
+        queued += m->slots.queued();
+        active += m->slots.active();
+    }
+    metrics_.queue_depth = queued;
+    metrics_.active = active;
     std::string extra;
-    const auto& st = engine_.stats();
-    auto gauge = [&](const std::string& name, const std::string& help, double v) {
-        extra += "# HELP " + name + " " + help + "\n# TYPE " + name + " gauge\n" + name + " " + std::to_string(v) + "\n";
+    auto family = [&](const std::string& name, const char* type, const std::string& help) {
+        extra += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+    };
+    auto sample = [&](const std::string& name, const std::string& model, double v) {
+        std::ostringstream o;
+        o.precision(10);
+        o << v;
+        extra += name + "{model=\"" + model + "\"} " + o.str() + "\n";
+    };
+    // Per model, with a model label. A family is written only with a sample: Prometheus
+    // rejects a HELP line with nothing under it in some versions.
+    auto per_model = [&](const std::string& name, const char* type, const std::string& help, auto value) {
+        std::vector<std::pair<std::string, double>> samples;
+        for (const auto& m : models_.all())
+            if (auto v = value(*m)) samples.emplace_back(m->id, *v);
+        if (samples.empty()) return;
+        family(name, type, help);
+        for (const auto& [id, v] : samples) sample(name, id, v);
     };
     // The engine's STATS as it sent them: a field of another type is left out.
     auto number = [](const nlohmann::json& j, const char* outer, const char* inner) -> std::optional<double> {
@@ -250,12 +301,44 @@ awaitable<bool> Server::on_metrics(Call& call) {
         }
         return v->is_number() ? std::optional<double>(v->get<double>()) : std::nullopt;
     };
-    gauge("inkling_engine_up", "1 while the engine is ready.", engine_.state() == EngineSupervisor::State::Ready);
-    if (auto v = number(st, "expert_cache", "hit_pct"))
-        gauge("inkling_expert_cache_hit_ratio", "Expert cache hit rate (0-1).", *v / 100.0);
-    if (auto v = number(st, "rss_gb", nullptr)) gauge("inkling_engine_resident_bytes", "Engine resident set size.", *v * 1e9);
-    if (auto v = number(st, "device", "memory_used")) gauge("inkling_device_memory_used_bytes", "Device memory in use.", *v);
-    if (auto v = number(st, "device", "memory_budget")) gauge("inkling_device_memory_budget_bytes", "Device memory budget.", *v);
+    using Opt = std::optional<double>;
+    int status = 0, retry = 0;
+    nlohmann::json health;
+    health_state(status, retry, health);
+    family("inkling_engine_up", "gauge", "1 while /health answers 200 (every model ready, unloaded or loading on demand).");
+    extra += "inkling_engine_up " + std::to_string(status == 200 ? 1 : 0) + "\n";
+    per_model("inkling_model_up", "gauge", "1 while the model's engine is ready.",
+              [](const Model& m) { return Opt(m.engine.state() == EngineSupervisor::State::Ready); });
+    per_model("inkling_model_loaded", "gauge", "1 while an engine runs for the model (loading, ready or restarting).",
+              [](const Model& m) { return Opt(m.engine.state() != EngineSupervisor::State::Stopped); });
+    per_model("inkling_model_requests_total", "counter", "Generation requests for the model.",
+              [](const Model& m) { return Opt(m.requests.value); });
+    per_model("inkling_model_prompt_tokens_total", "counter", "Prompt tokens of the model's requests.",
+              [](const Model& m) { return Opt(m.prompt_tokens.value); });
+    per_model("inkling_model_cached_tokens_total", "counter", "Of those, reused from a slot's prefix (not prefilled).",
+              [](const Model& m) { return Opt(m.cached_tokens.value); });
+    per_model("inkling_model_completion_tokens_total", "counter", "Tokens the model generated.",
+              [](const Model& m) { return Opt(m.completion_tokens.value); });
+    per_model("inkling_model_loads_total", "counter", "Times the model's engine was started (at start-up or on demand).",
+              [](const Model& m) { return Opt(m.loads.value); });
+    per_model("inkling_model_unloads_total", "counter", "Times it was stopped (idle, or to make room under the budget).",
+              [](const Model& m) { return Opt(m.unloads.value); });
+    per_model("inkling_model_queue_depth", "gauge", "The model's requests waiting for a slot.",
+              [](const Model& m) { return Opt(m.slots.queued()); });
+    per_model("inkling_model_requests_active", "gauge", "The model's requests being served.",
+              [](const Model& m) { return Opt(m.slots.active()); });
+    per_model("inkling_expert_cache_hit_ratio", "gauge", "Expert cache hit rate (0-1).", [&](const Model& m) {
+        auto v = number(m.engine.stats(), "expert_cache", "hit_pct");
+        return v ? Opt(*v / 100.0) : Opt();
+    });
+    per_model("inkling_engine_resident_bytes", "gauge", "Engine resident set size.", [&](const Model& m) {
+        auto v = number(m.engine.stats(), "rss_gb", nullptr);
+        return v ? Opt(*v * 1e9) : Opt();
+    });
+    per_model("inkling_device_memory_used_bytes", "gauge", "Device memory in use.",
+              [&](const Model& m) { return number(m.engine.stats(), "device", "memory_used"); });
+    per_model("inkling_device_memory_budget_bytes", "gauge", "Device memory budget.",
+              [&](const Model& m) { return number(m.engine.stats(), "device", "memory_budget"); });
     Response res{http::status::ok, call.req.version()};
     res.set(http::field::content_type, "text/plain; version=0.0.4");
     res.keep_alive(call.req.keep_alive());
@@ -266,33 +349,68 @@ awaitable<bool> Server::on_metrics(Call& call) {
     co_return true;
 }
 
+namespace {
+
+nlohmann::json engine_json(const EngineSupervisor& e) {
+    return {{"state", EngineSupervisor::state_name(e.state())},
+            {"pid", e.pid()},
+            {"restarts", e.restarts()},
+            {"reason", e.reason()},
+            {"retry_in_s", e.seconds_to_next_attempt()},
+            {"last_stderr", e.last_stderr()},
+            {"stderr_tail", e.stderr_tail()},
+            {"info", e.info()},
+            {"stats", e.stats()}};
+}
+
+}  // namespace
+
 nlohmann::json Server::stats_json() const {
-    nlohmann::json engine = {{"state", EngineSupervisor::state_name(engine_.state())},
-                             {"pid", engine_.pid()},
-                             {"restarts", engine_.restarts()},
-                             {"reason", engine_.reason()},
-                             {"retry_in_s", engine_.seconds_to_next_attempt()},
-                             {"last_stderr", engine_.last_stderr()},
-                             {"stderr_tail", engine_.stderr_tail()},
-                             {"info", engine_.info()},
-                             {"stats", engine_.stats()}};
+    int active = 0, queued = 0, slots = 0, restarts = 0, losses = 0;
+    std::size_t entries = 0, capacity = 0, bytes = 0;
+    nlohmann::json models = nlohmann::json::object();
+    for (const auto& m : models_.all()) {
+        active += m->slots.active();
+        queued += m->slots.queued();
+        slots += m->slots.slots();
+        restarts += m->engine.restarts();
+        losses += m->engine.device_losses();
+        entries += m->affinity.size();
+        capacity += m->affinity.capacity();
+        bytes += m->affinity.bytes();
+        models[m->id] = {{"status", m->status()},
+                         {"bytes", m->bytes},
+                         {"active", m->slots.active()},
+                         {"queued", m->slots.queued()},
+                         {"slots", m->slots.slots()},
+                         {"requests", m->requests.value},
+                         {"prompt_tokens", m->prompt_tokens.value},
+                         {"cached_tokens", m->cached_tokens.value},
+                         {"completion_tokens", m->completion_tokens.value},
+                         {"loads", m->loads.value},
+                         {"unloads", m->unloads.value},
+                         {"engine", engine_json(m->engine)}};
+    }
+    const Model& first = *models_.all().front();
     return {{"gateway",
              {{"uptime_s", std::chrono::duration<double>(Clock::now() - started_).count()},
               {"requests_total", metrics_.requests_total()},
-              {"active", slots_.active()},
-              {"queued", slots_.queued()},
-              {"queue_limit", slots_.max_queue()},
-              {"slots", slots_.slots()},
-              {"restarts", engine_.restarts()},
-              {"device_losses", engine_.device_losses()},
+              {"active", active},
+              {"queued", queued},
+              {"queue_limit", first.slots.max_queue()},
+              {"slots", slots},
+              {"restarts", restarts},
+              {"device_losses", losses},
               {"tokens_in", metrics_.tokens_in.value},
               {"tokens_out", metrics_.tokens_out.value},
-              {"affinity", {{"entries", affinity_.size()}, {"capacity", affinity_.capacity()}, {"bytes", affinity_.bytes()}}}}},
-            {"engine", engine}};
+              {"affinity", {{"entries", entries}, {"capacity", capacity}, {"bytes", bytes}}}}},
+            // The first model's engine (the only one with one --model), as before several models.
+            {"engine", engine_json(first.engine)},
+            {"models", models}};
 }
 
 awaitable<bool> Server::on_stats(Call& call) {
-    engine_.request_stats();
+    for (const auto& m : models_.all()) m->engine.request_stats();
     const nlohmann::json stats = stats_json();
     co_await write_json(call.c, call.req, 200, stats, "stats");
     co_return true;
@@ -309,21 +427,37 @@ nlohmann::json model_object(const std::string& id) {
 awaitable<bool> Server::on_models(Call& call) {
     nlohmann::json list = nlohmann::json::object();
     list["object"] = "list";
-    list["data"] = nlohmann::json::array({model_object(o_.limits.model_id)});
+    list["data"] = nlohmann::json::array();
+    for (const auto& id : models_.ids()) list["data"].push_back(model_object(id));
     co_await write_json(call.c, call.req, 200, list, "models");
     co_return true;
 }
 
 // /v1/models/{id}: an unknown id is a 404 whatever the method.
 awaitable<bool> Server::on_model(Call& call) {
-    const std::string& id = o_.limits.model_id;
-    if (call.path != "/v1/models/" + id)
-        throw ApiError(404, "invalid_request_error", "The model '" + call.path.substr(11) + "' does not exist", "model",
-                       "model_not_found");
+    const std::string id = call.path.substr(11);
+    if (!models_.find(id))
+        throw ApiError(404, "invalid_request_error", "The model '" + id + "' does not exist", "model", "model_not_found");
     if (call.req.method() != http::verb::get) throw ApiError(405, "invalid_request_error", "use GET");
     const nlohmann::json model = model_object(id);
     co_await write_json(call.c, call.req, 200, model, "models");
     co_return true;
+}
+
+// x-session-id names the conversation when the client sends one (a balancer hashes the same
+// header); it then picks the slot too. Otherwise the key is the conversation's identity hash.
+void Server::conversation_key(const Request& req, GenerationRequest& g) {
+    const std::string session(req["x-session-id"]);
+    const bool usable = !session.empty() && session.size() <= 256 &&
+                        std::all_of(session.begin(), session.end(), [](char ch) { return ch > ' ' && ch < 0x7f; });
+    if (usable && !g.slot_hint) {
+        g.affinity = AffinityMap::key_of("x-session-id:" + session);
+        g.conversation_key = session;
+        return;
+    }
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(g.affinity));
+    g.conversation_key = hex;
 }
 
 awaitable<bool> Server::on_generation(Call& call) {
@@ -362,6 +496,7 @@ awaitable<bool> Server::on_generation(Call& call) {
     });
     while (!finished) co_await done->wait();
     if (refused) throw *refused;
+    conversation_key(call.req, *parsed);
     co_await generate(call.c, call.req, dialect, std::move(*parsed));
     co_return !call.c.disconnected && !call.c.close_after;
 }

@@ -13,9 +13,8 @@ using Request = http::request<http::string_body>;
 using Response = http::response<http::string_body>;
 using Clock = std::chrono::steady_clock;
 
-Server::Server(asio::io_context& io, ServerOptions options, EngineSupervisor& engine, Metrics& metrics, SlotPool& slots)
-    : io_(io), o_(std::move(options)), engine_(engine), metrics_(metrics), slots_(slots), acceptor_(io),
-      affinity_(o_.affinity_entries), workers_(2) {
+Server::Server(asio::io_context& io, ServerOptions options, Models& models, Metrics& metrics)
+    : io_(io), o_(std::move(options)), models_(models), metrics_(metrics), acceptor_(io), workers_(2) {
     for (const auto& p : o_.trusted_proxies) {
         const std::string a = canonical_address(p);
         if (a.empty()) throw std::runtime_error("--trusted-proxy " + p + " is not an IP address");
@@ -270,13 +269,14 @@ bool Server::host_allowed(const Request& req) const {
 }
 
 awaitable<void> Server::write_json(Connection& c, const Request& req, int status, const nlohmann::json& body,
-                                   const char* endpoint, int retry_after) {
+                                   const char* endpoint, int retry_after, const std::string& conversation) {
     Response res{static_cast<http::status>(status), req.version()};
     res.set(http::field::content_type, "application/json");
     const std::string request_id = "req_" + std::to_string(++request_counter_);
     res.set("x-request-id", request_id);
     res.set("request-id", request_id);  // the name the Anthropic SDK reads
     if (retry_after > 0) res.set(http::field::retry_after, std::to_string(retry_after));
+    if (!conversation.empty()) res.set("x-conversation-key", conversation);
     if (status == 529) res.reason("Overloaded");  // Anthropic's; not an IANA status Beast can name
     cors(req, res);
     res.keep_alive(req.keep_alive());

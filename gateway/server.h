@@ -11,10 +11,9 @@
 
 #include "gateway/affinity_map.h"
 #include "gateway/dialect.h"
-#include "gateway/engine_supervisor.h"
 #include "gateway/metrics.h"
+#include "gateway/models.h"
 #include "gateway/openai_request.h"
-#include "gateway/slot_pool.h"
 
 namespace inkling::gateway {
 
@@ -30,7 +29,7 @@ struct ServerOptions {
     int max_connections = 64, max_connections_per_ip = 8;
     std::vector<std::string> trusted_proxies;  // peers whose X-Forwarded-For names the client
     std::chrono::seconds queue_timeout{300};
-    std::chrono::seconds engine_wait{120};   // how long a request waits for a (re)starting engine
+    std::chrono::seconds engine_wait{120};   // how long a request waits for a (re)starting or loading engine
     std::chrono::seconds accept_deadline{30};  // SUBMIT → ACCEPT, at most
     std::chrono::seconds frame_deadline{300};  // after ACCEPT, between one frame of a request and the next
     int retries = 3;                         // resubmissions after the engine died before ACCEPT
@@ -40,7 +39,7 @@ struct ServerOptions {
 
 class Server {
 public:
-    Server(asio::io_context& io, ServerOptions options, EngineSupervisor& engine, Metrics& metrics, SlotPool& slots);
+    Server(asio::io_context& io, ServerOptions options, Models& models, Metrics& metrics);
     ~Server();
     // Binds (throws std::runtime_error naming the address when it cannot) and serves.
     void listen();
@@ -66,6 +65,7 @@ private:
     awaitable<void> refuse_early(Connection& c, Request& req, const std::string& path, const ApiError& error);
     awaitable<bool> on_preflight(Call& call);
     awaitable<bool> on_health(Call& call);
+    awaitable<bool> on_model_health(Call& call);  // /health/{model}
     awaitable<bool> on_web_asset(Call& call);
     awaitable<bool> on_metrics(Call& call);
     awaitable<bool> on_stats(Call& call);
@@ -75,8 +75,10 @@ private:
     // One answer from admission to the last byte (generation.cpp).
     awaitable<void> generate(Connection& c, const Request& req, const Dialect& dialect, GenerationRequest g);
     awaitable<void> write(Connection& c, http::response<http::string_body>& res);
+    // `conversation`: an x-conversation-key header (a generation's answer).
     awaitable<void> write_json(Connection& c, const http::request<http::string_body>& req, int status,
-                               const nlohmann::json& body, const char* endpoint, int retry_after = 0);
+                               const nlohmann::json& body, const char* endpoint, int retry_after = 0,
+                               const std::string& conversation = {});
     void cors(const http::request<http::string_body>& req, http::response<http::string_body>& res) const;
     std::string cors_header_block(const http::request<http::string_body>& req) const;
     std::string allowed_origin(const http::request<http::string_body>& req) const;  // "" if none
@@ -91,19 +93,20 @@ private:
     void uncount(const std::string& address);
     bool host_allowed(const http::request<http::string_body>& req) const;
     nlohmann::json stats_json() const;
-    std::string health_state(int& status, int& retry_after, nlohmann::json& body) const;
+    // /health's answer: every model's (status 200 when each is healthy), or `only` one's.
+    void health_state(int& status, int& retry_after, nlohmann::json& body, const Model* only = nullptr) const;
+    // The conversation key of a request (x-session-id, else its affinity hash) into `g`.
+    static void conversation_key(const http::request<http::string_body>& req, GenerationRequest& g);
 
     asio::io_context& io_;
     ServerOptions o_;
-    EngineSupervisor& engine_;
+    Models& models_;
     Metrics& metrics_;
-    SlotPool& slots_;
     asio::ip::tcp::acceptor acceptor_;
     std::map<std::string, int> per_ip_;  // connections (direct) and requests (via a proxy) per client
     std::vector<std::string> trusted_proxies_;
     int connections_ = 0, active_requests_ = 0;
     std::uint64_t request_counter_ = 0;
-    AffinityMap affinity_;  // conversation → the slot that last served it
     std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
     bool accepting_ = true;
     // Request parsing, audio and prompt rendering: off the io thread (see docs/gateway.md).

@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const bool chat = data[0] & 1;
     const std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
     gw::GatewayLimits limits;
-    limits.model_id = "m";
+    limits.model_ids = {"m"};
     limits.max_tokens_cap = 64;
     limits.max_audio_seconds = 1;  // keeps audio parts cheap
     try {

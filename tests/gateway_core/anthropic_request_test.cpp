@@ -17,7 +17,7 @@ namespace {
 
 GatewayLimits limits() {
     GatewayLimits l;
-    l.model_id = "demo";
+    l.model_ids = {"demo"};
     l.max_tokens_cap = 4096;
     return l;
 }

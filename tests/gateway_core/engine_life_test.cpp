@@ -480,6 +480,32 @@ TEST_CASE("engine life: shutdown lets the engine finish, refuses new work, then 
     CHECK(r.engine.spawns == 1);
 }
 
+TEST_CASE("engine life: a stopped engine reloads (an unloaded model's next request): admitting again, counts kept") {
+    Rig r;
+    r.start();
+    r.life.shutdown(r.now);
+    r.pump();
+    REQUIRE(r.life.state() == State::Stopped);
+    CHECK(r.life.stopping());
+    r.life.reload(r.now);
+    r.pump();
+    CHECK(r.engine.spawns == 2);
+    CHECK(r.life.state() == State::Ready);
+    CHECK_FALSE(r.life.stopping());
+    CHECK(r.life.admitting());
+    CHECK(r.life.restarts() == 0);  // an unload and a load are no restart
+    CHECK(r.submit()->done());
+    // Running, reload does nothing; a crash after it restarts as before.
+    r.life.reload(r.now);
+    CHECK(r.engine.spawns == 2);
+    r.advance(10s);
+    r.engine.kill();
+    r.pump();
+    r.advance(1s);
+    CHECK(r.engine.spawns == 3);
+    CHECK(r.life.state() == State::Ready);
+}
+
 TEST_CASE("engine life: an engine that does not exit after shutdown is killed at the stop deadline") {
     Rig r;
     r.engine.script.finishes = false;

@@ -30,7 +30,7 @@ std::string run_stop(std::vector<std::string> stops, const std::vector<std::stri
 
 GatewayLimits limits() {
     GatewayLimits l;
-    l.model_id = "m";
+    l.model_ids = {"m"};
     l.max_tokens_cap = 100;
     return l;
 }

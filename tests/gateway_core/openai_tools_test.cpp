@@ -197,7 +197,7 @@ TEST_CASE("completions log-probs: tokens, token_logprobs, top_logprobs maps and 
 namespace {
 GatewayLimits limits() {
     GatewayLimits l;
-    l.model_id = "m";
+    l.model_ids = {"m"};
     return l;
 }
 json weather_tool() {
