@@ -31,12 +31,18 @@ deadline_fail() {
 }
 
 # Unit tests: doctest prints "[doctest] test cases: T | P passed | F failed | S skipped".
+# `run_unit [NAME CMD...]`: NAME's log and line (default unit-tests), CMD the doctest binary
+# and its arguments (default $build/unit-tests; tests/arm64/suites.sh runs it under QEMU).
 run_unit() {
-    local log="$log_dir/unit-tests.log" limit="${SUITE_DEADLINE:-900}"
-    timed "$limit" "$log" "$build/unit-tests" --no-intro=false
+    local name="${1:-unit-tests}"
+    [[ $# -gt 0 ]] && shift
+    local cmd=("$@")
+    [[ ${#cmd[@]} -gt 0 ]] || cmd=("$build/unit-tests")
+    local log="$log_dir/$name.log" limit="${SUITE_DEADLINE:-900}"
+    timed "$limit" "$log" "${cmd[@]}" --no-intro=false
     local rc=$?
     if [[ $rc -eq 124 || $rc -eq 137 ]]; then
-        deadline_fail unit-tests "$limit" "$log"
+        deadline_fail "$name" "$limit" "$log"
         failed=$((failed + 1))
         return
     fi
@@ -48,13 +54,13 @@ run_unit() {
     s="$(sed -E 's/.*\| *([0-9]+) skipped.*/\1/' <<<"$line")"
     [[ "$s" =~ ^[0-9]+$ ]] || s=0
     if [[ -z "$line" || ! "$p" =~ ^[0-9]+$ ]]; then
-        echo "FAIL unit-tests: no doctest summary (exit $rc); see $log"
+        echo "FAIL $name: no doctest summary (exit $rc); see $log"
         tail -20 "$log"
         failed=$((failed + 1))
         return
     fi
     if [[ $rc -ne 0 && $f -eq 0 ]]; then f=1; fi
-    echo "unit-tests: $p passed, $f failed, $s skipped"
+    echo "$name: $p passed, $f failed, $s skipped"
     [[ $f -ne 0 ]] && grep -E 'ERROR|FATAL|TEST CASE|CHECK' "$log" | head -60
     passed=$((passed + p))
     failed=$((failed + f))
@@ -181,6 +187,10 @@ run_suite gateway-drain python3 "$root/tests/gateway/drain_e2e.py" "$build"
 # docs/gateway.md's promises no other suite pinned: against the scripted engine, then real models.
 run_suite gateway-documented python3 "$root/tests/gateway/documented_features.py" "$build"
 run_suite gateway-documented-models python3 "$root/tests/gateway/documented_model_features.py" "$build"
+# Several models behind one gateway (#17 item 1), and three gateways behind nginx with
+# conversation affinity (#17 item 2; docs/scale-out.md).
+run_suite gateway-models python3 "$root/tests/gateway/models_e2e.py" "$build"
+run_suite gateway-scale-out python3 "$root/tests/gateway/scale_out_e2e.py" "$build"
 # Regenerate/edit/branch through HTTP reuse up to the last turn boundary (#15 item 7): cached_tokens.
 run_suite gateway-turn-reuse python3 "$root/tests/gateway/turn_reuse_e2e.py" "$build"
 # docs/deployment.md: the systemd units verify, the Kubernetes probes, the gateway's exit statuses.
@@ -195,6 +205,8 @@ run_suite conformance-echo-1slot "$build/protocol-conformance" --scratch "$log_d
 
 # The Windows build under Wine: conformance through real pipes, the negative control, oracles, coli.exe.
 source "$root/tests/windows/suites.sh"
+# The ARM64 build under QEMU: unit tests and oracle fixtures on three CPU models, conformance.
+source "$root/tests/arm64/suites.sh"
 
 echo "$passed passed, $failed failed, $skipped skipped"
 [[ $failed -eq 0 ]]

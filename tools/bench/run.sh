@@ -85,3 +85,8 @@ fi
 # Gateway overhead against talking to the engine directly (demo model).
 "$root/tools/make-tiny/ensure_demo.sh" "$build"
 python3 "$root/tools/bench/gateway_bench.py" "$build" "$build/demo-model" 200 >"$out/gateway.json"
+# What nginx adds in front of a gateway (docs/scale-out.md; the sample nginx-inkling.conf), when
+# Debian's nginx is installed.
+if command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]]; then
+    python3 "$root/tools/bench/nginx_latency.py" "$build" 1000 >"$out/nginx.json"
+fi
