@@ -1,16 +1,20 @@
 # The single entry point. On a fresh Debian 12 machine:
 #   make run    build, then start what the project serves
 #   make test   build everything, run every test; ends with "N passed, N failed, N skipped"
-# Other targets: deps, build, windows, eval, bench, asan, fuzz, oracle, options-doc, clean. Builds go out of tree into build/.
+# Other targets: deps, build, windows, arm64, eval, bench, asan, fuzz, oracle, options-doc, clean. Builds go out of tree into build/.
 
 BUILD       ?= build
 ASAN_BUILD  ?= build-asan
 FUZZ_BUILD  ?= build-fuzz
 WINDOWS_BUILD ?= build-windows
+ARM64_BUILD ?= build-arm64
+# make arm64 ARCH=...: the ARM64 target architecture (an -march value, or an -mcpu CPU name or
+# native); empty: the compiler's default, armv8-a (cmake/arm64.cmake).
+ARCH ?=
 FUZZ_SECONDS ?= 20
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps build windows test run eval bench asan fuzz oracle options-doc clean
+.PHONY: all deps build windows arm64 test run eval bench asan fuzz oracle options-doc clean
 
 all: build
 
@@ -27,8 +31,13 @@ build: deps $(BUILD)/build.ninja
 windows: deps
 	@tools/windows/build.sh $(WINDOWS_BUILD)
 
-test: build windows
-	@WINDOWS_BUILD=$(abspath $(WINDOWS_BUILD)) tests/run_all.sh $(BUILD)
+# The ARM64 binaries, cross-built with Debian's aarch64 toolchain (docs/building.md); make test
+# runs them under qemu-aarch64.
+arm64: deps
+	@ARCH=$(ARCH) tools/arm64/build.sh $(ARM64_BUILD)
+
+test: build windows arm64
+	@WINDOWS_BUILD=$(abspath $(WINDOWS_BUILD)) ARM64_BUILD=$(abspath $(ARM64_BUILD)) tests/run_all.sh $(BUILD)
 
 run: build
 	@tools/run_demo.sh $(BUILD)
@@ -66,4 +75,4 @@ options-doc: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) --target configuration-doc
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(WINDOWS_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(WINDOWS_BUILD) $(ARM64_BUILD)

@@ -158,6 +158,8 @@ int cmd_info(const cxxopts::ParseResult& args) {
     j["matrix_bytes"] = m.weights.matrix_bytes;
     j["file_bytes"] = m.tensors.total_bytes();
     j["isa"] = inkling::cpu::isa_name(inkling::cpu::active_isa());
+    const auto kernels = inkling::cpu::active_kernels();
+    j["kernels"] = {{"bf16", kernels.bf16}, {"int8", kernels.int8}, {"int4", kernels.int4}};
     j["numerics"] = inkling::cpu::numerics_name(inkling::cpu::active_numerics());
     std::cout << j.dump(2) << "\n";
     return 0;
@@ -275,6 +277,8 @@ int cmd_run(const cxxopts::ParseResult& args) {
                     {"prefill_tok_s", P / std::max(prefill_s, 1e-9)},
                     {"decode_tok_s", tokens.size() / std::max(decode_s, 1e-9)}};
     j["isa"] = inkling::cpu::isa_name(inkling::cpu::active_isa());
+    const auto kernels = inkling::cpu::active_kernels();
+    j["kernels"] = {{"bf16", kernels.bf16}, {"int8", kernels.int8}, {"int4", kernels.int4}};
     j["numerics"] = inkling::cpu::numerics_name(inkling::cpu::active_numerics());
     std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
@@ -354,7 +358,13 @@ int cmd_serve(const cxxopts::ParseResult& args) {
     o.context = args.count("ctx") ? args["ctx"].as<std::int64_t>() : 4096;
     o.prefill_chunk = args["prefill-chunk"].as<std::int64_t>();
     o.pins = args["snapshot-pins"].as<std::size_t>();
-    o.snapshot_bytes = args["snapshot-mb"].as<std::size_t>() << 20;
+    // A snapshot of a large model is large (Inkling-Small's 35 rings of 512 rows: ~145 MiB):
+    // by default the pool holds at least 4 a slot (a regenerate, an edit, two branch points).
+    o.snapshot_bytes = args.count("snapshot-mb")
+                           ? args["snapshot-mb"].as<std::size_t>() << 20
+                           : std::max<std::size_t>(std::size_t{256} << 20,
+                                                   4 * static_cast<std::size_t>(o.slots) *
+                                                       inkling::serve::PinPool::state_bytes(model.config, o.context));
     o.turn_tokens = turn_tokens(args, tokenizer ? &*tokenizer : nullptr, model.config);
     if (args.count("fault-kill-once-file")) o.fault_kill_once_file = args["fault-kill-once-file"].as<std::string>();
     o.fault_device_lost_after = args["fault-device-lost-after"].as<int>();

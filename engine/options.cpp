@@ -60,7 +60,9 @@ constexpr cli::Option kOptions[] = {
     {.name = "threads", .type = Type::Unsigned, .value_name = "N", .default_value = "0",
      .doc = "compute threads (0 = all cores)", .commands = kForward},
     {.name = "isa", .value_name = "ISA", .default_doc = "the best the CPU has",
-     .doc = "kernel ISA: scalar (the plain reference path), avx2, avx512", .commands = "run, serve, eval, info, bench"},
+     .doc = "kernel ISA: scalar (the plain reference path), avx2, avx512 (x86-64); scalar, neon, dotprod, i8mm "
+            "(ARM64)",
+     .commands = "run, serve, eval, info, bench"},
     {.name = "numerics", .value_name = "MODE", .default_doc = "exact",
      .doc = "products with bf16 weights: exact (f32 activations) or bf16 (activations rounded to bf16 first, as "
             "transformers' bf16 mode; docs/performance.md)",
@@ -77,7 +79,8 @@ constexpr cli::Option kOptions[] = {
     {.name = "snapshot-pins", .type = Type::Size, .value_name = "N", .default_value = "64",
      .doc = "pinned snapshots kept (SUBMIT pin=1 and turn boundaries), least recently used dropped first",
      .commands = "serve"},
-    {.name = "snapshot-mb", .type = Type::Size, .value_name = "MIB", .default_value = "256",
+    {.name = "snapshot-mb", .type = Type::Size, .value_name = "MIB",
+     .default_doc = "256, or room for 4 snapshots a slot when that is more",
      .doc = "memory the pinned snapshots may hold (their conv states and sliding-window rings), least recently "
             "used dropped first; 0: no snapshots",
      .commands = "serve"},

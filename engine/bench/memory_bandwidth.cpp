@@ -10,7 +10,9 @@
 #include <thread>
 #include <vector>
 
+#if defined(__x86_64__)
 #include "engine/cpu/simd.h"
+#endif
 #include "platform/cpu_affinity.h"
 #include "platform/memory.h"
 
@@ -18,7 +20,9 @@ namespace inkling::bench {
 namespace {
 
 // Sums the compiler cannot drop, with enough independent loads in flight to keep the
-// memory system busy: eight 64-byte loads a step on AVX-512, four 32-byte ones on AVX2.
+// memory system busy: eight 64-byte loads a step on AVX-512, four 32-byte ones on AVX2
+// (elsewhere the plain loop, which the compiler vectorizes).
+#if defined(__x86_64__)
 __attribute__((target("avx512f"))) std::uint64_t sum_avx512(const std::uint64_t* p, std::size_t n) {
     __m512i a[8];
     for (auto& v : a) v = _mm512_setzero_si512();
@@ -48,6 +52,8 @@ __attribute__((target("avx2"))) std::uint64_t sum_avx2(const std::uint64_t* p, s
     for (; i < n; ++i) s += p[i];
     return s;
 }
+
+#endif
 
 std::uint64_t sum_scalar(const std::uint64_t* p, std::size_t n) {
     std::uint64_t s = 0;
@@ -79,12 +85,18 @@ ReadBandwidth::ReadBandwidth(std::size_t bytes, unsigned threads) : s_(std::make
     // measure TLB misses as much as memory.
     platform::advise_huge_pages(st.buf.get(), alloc);
     st.slice = n / threads;
+#if defined(__x86_64__)
     const bool avx512 = __builtin_cpu_supports("avx512f"), avx2 = __builtin_cpu_supports("avx2");
+#endif
     const std::vector<int> cpus = platform::allowed_cpus();
     // Readers of their own pinned threads (not a pool's, which float): each first touches
     // and then reads its slice, all starting together each round.
     for (unsigned t = 0; t < threads; ++t)
+#if defined(__x86_64__)
         st.readers.emplace_back([&st, t, avx512, avx2, cpus] {
+#else
+        st.readers.emplace_back([&st, t, cpus] {
+#endif
             if (!cpus.empty()) platform::pin_this_thread(cpus[t % cpus.size()]);
             std::uint64_t* p = st.buf.get() + t * st.slice;
             for (std::size_t i = 0; i < st.slice; ++i) p[i] = i;
@@ -92,7 +104,11 @@ ReadBandwidth::ReadBandwidth(std::size_t bytes, unsigned threads) : s_(std::make
             while (true) {
                 st.sync.arrive_and_wait();  // start (or stop)
                 if (st.stop) return;
+#if defined(__x86_64__)
                 const std::uint64_t s = avx512 ? sum_avx512(p, st.slice) : avx2 ? sum_avx2(p, st.slice) : sum_scalar(p, st.slice);
+#else
+                const std::uint64_t s = sum_scalar(p, st.slice);
+#endif
                 st.sink.fetch_add(s, std::memory_order_relaxed);
                 st.sync.arrive_and_wait();  // done
             }

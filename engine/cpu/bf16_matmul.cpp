@@ -6,7 +6,11 @@
 #include <cstring>
 #include <stdexcept>
 
+#if defined(__x86_64__)
 #include "engine/cpu/x86/bf16_matmul.h"
+#elif defined(__aarch64__)
+#include "engine/cpu/arm64/bf16_matmul.h"
+#endif
 
 namespace inkling::cpu {
 namespace {
@@ -67,8 +71,12 @@ void pack_scalar(bool round, const float* x, Bf16Activations& out) {
 }
 
 bool is_amd() {
+#if defined(__x86_64__)
     __builtin_cpu_init();
     return __builtin_cpu_is("amd");
+#else
+    return false;
+#endif
 }
 
 bool g_dot_product = has_avx512_bf16() && is_amd();
@@ -84,10 +92,14 @@ std::uint16_t round_to_bf16(float v) {
 }
 
 bool has_avx512_bf16() {
+#if !defined(__x86_64__)
+    return false;
+#else
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
            __builtin_cpu_supports("avx512bf16");
+#endif
 }
 
 bool bf16_dot_product_active() { return g_dot_product; }
@@ -101,17 +113,24 @@ namespace {
 
 // The tiled AVX-512 kernels need BW/DQ on top of F (word masks, 256-bit extracts).
 bool has_avx512_tiles() {
+#if !defined(__x86_64__)
+    return false;
+#else
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+#endif
 }
 
-enum class Version { Scalar, Avx2, Avx512, Avx512Dot };
+enum class Version { Scalar, Avx2, Avx512, Avx512Dot, Neon };
 
 Version version_for(Isa isa, Numerics numerics) {
+    // Every ARM64 level has the same bf16 kernel: NEON FMA. (BFDOT and BFMMLA do not round
+    // as the fixed pattern does: they would not give the scalar reference's bits.)
+    if (isa == Isa::Neon || isa == Isa::Dotprod || isa == Isa::I8mm) return Version::Neon;
     if (isa == Isa::Avx512 && has_avx512_tiles())
         return numerics == Numerics::Bf16 && g_dot_product ? Version::Avx512Dot : Version::Avx512;
-    if (isa != Isa::Scalar) return Version::Avx2;
+    if (isa == Isa::Avx2 || isa == Isa::Avx512) return Version::Avx2;
     return Version::Scalar;
 }
 
@@ -130,8 +149,10 @@ void prepare_bf16_activations(Isa isa, Numerics numerics, const float* x, std::i
     if (out.dot) out.bf16.assign(size, 0);
     else out.f32.assign(size, 0.0f);
     const bool round = numerics == Numerics::Bf16;
-    if (v == Version::Avx512 || v == Version::Avx512Dot) x86::pack_avx512(round, x, out);
-    else pack_scalar(round, x, out);
+#if defined(__x86_64__)
+    if (v == Version::Avx512 || v == Version::Avx512Dot) return x86::pack_avx512(round, x, out);
+#endif
+    pack_scalar(round, x, out);
 }
 
 void bf16_product_rows(Isa isa, const Matrix& w, const Bf16Activations& x, std::int64_t begin, std::int64_t end,
@@ -139,14 +160,30 @@ void bf16_product_rows(Isa isa, const Matrix& w, const Bf16Activations& x, std::
     if (w.dtype != DType::BF16 || x.cols != w.cols)
         throw std::runtime_error(std::string("bf16_product_rows: a ") + model::dtype_name(w.dtype) + " matrix of " +
                                  std::to_string(w.cols) + " columns for activations of " + std::to_string(x.cols));
+#if defined(__x86_64__)
     if (x.dot) return x86::bf16_rows_avx512_dot(w, x, begin, end, y);
     switch (version_for(isa, Numerics::Exact)) {
     case Version::Avx512:
     case Version::Avx512Dot: return x86::bf16_rows_avx512(w, x, begin, end, y);
     case Version::Avx2: return x86::bf16_rows_avx2(w, x, begin, end, y);
+    case Version::Neon:
     case Version::Scalar: break;
     }
+#elif defined(__aarch64__)
+    if (version_for(isa, Numerics::Exact) == Version::Neon) return arm64::bf16_rows_neon(w, x, begin, end, y);
+#endif
     rows_scalar(w, x, begin, end, y);
+}
+
+const char* bf16_kernel_name(Isa isa, Numerics numerics) {
+    switch (version_for(isa, numerics)) {
+    case Version::Avx512Dot: return "avx512-bf16dot";
+    case Version::Avx512: return "avx512";
+    case Version::Avx2: return "avx2";
+    case Version::Neon: return "neon-fma";
+    case Version::Scalar: break;
+    }
+    return "scalar";
 }
 
 }  // namespace inkling::cpu

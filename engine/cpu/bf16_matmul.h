@@ -23,7 +23,8 @@
 // blocks kept in L2 while every activation tile passes over them; AVX2 and scalar compute
 // one element at a time. vdpbf16ps is used only with Numerics::Bf16 and where it is the
 // faster of the two (set_bf16_dot_product; on Intel cores it issues at half the FMA rate,
-// on AMD Zen 4 at twice it).
+// on AMD Zen 4 at twice it). ARM64 (engine/cpu/arm64/bf16_matmul.cpp): NEON FMA, one element
+// at a time, the 16 lanes in four q registers; the same kernel on every ARM64 level.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +55,10 @@ void prepare_bf16_activations(Isa isa, Numerics numerics, const float* x, std::i
 // row s. `x` comes from prepare_bf16_activations with the same `isa`.
 void bf16_product_rows(Isa isa, const model::Matrix& w, const Bf16Activations& x, std::int64_t begin,
                        std::int64_t end, float* y);
+
+// The kernel bf16_product_rows runs for `isa` and `numerics` ("scalar", "avx2", "avx512",
+// "avx512-bf16dot", "neon-fma").
+const char* bf16_kernel_name(Isa isa, Numerics numerics);
 
 // Whether this CPU has AVX-512 BF16 (vdpbf16ps, vcvtneps2bf16) with the F/BW/VL it needs.
 bool has_avx512_bf16();

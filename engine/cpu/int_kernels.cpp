@@ -1,6 +1,11 @@
 #include "engine/cpu/int_kernels.h"
 
+#include "engine/cpu/int_blocks.h"
+#if defined(__x86_64__)
 #include "engine/cpu/simd.h"
+#elif defined(__aarch64__)
+#include "engine/cpu/arm64/int_kernels.h"
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -18,13 +23,7 @@ constexpr std::int64_t kB = quant::kBlock;
 constexpr std::int64_t kPrefetch = 2048;
 
 
-// Per-block inputs of one weight row · one activation row.
-struct Blocks {
-    const std::int32_t* xsums;  // Σ q_x of each block
-    const float* sw;            // weight scale of each block
-    const float* sx;            // activation scale of each block
-    std::int64_t n;             // blocks
-};
+using Blocks = IntBlocks;
 
 // ---- generic: the reference every SIMD path reproduces bit for bit ---------------------
 float finish16(float* acc) {
@@ -64,6 +63,14 @@ void unpack_q4_scalar(const std::uint8_t* w, std::int64_t padded, std::int8_t* o
     for (std::int64_t i = 0; i < padded; ++i) out[i] = static_cast<std::int8_t>(q4_at(w, i));
 }
 
+// The multi-row kernels (AVX-512 VNNI's): one weight row against up to kRowsPerLoad
+// activation rows. Activation rows a weight row meets at once (the p[R][8] sums of R = 4 fill
+// 32 zmm only briefly). Two weight rows against one activation row (two streams in flight at
+// decode) measured no faster for int8 and 20–30 % slower for int4, so decode is R = 1.
+constexpr int kRowsPerLoad = 4;
+using RowsFn = void (*)(const std::uint8_t*, const std::int8_t* const*, const Blocks*, float*);
+
+#if defined(__x86_64__)
 // ---- AVX2 ------------------------------------------------------------------------------
 #define INKLING_AVX2 __attribute__((target("avx2,fma")))
 
@@ -293,11 +300,6 @@ float dot_q4_vnni(const std::uint8_t* w, const std::int8_t* x, const Blocks& k) 
     return out;
 }
 
-// Activation rows a weight row meets at once (the p[R][8] sums of R = 4 fill 32 zmm only
-// briefly). Two weight rows against one activation row (two streams in flight at decode)
-// measured no faster for int8 and 20–30 % slower for int4, so decode is R = 1.
-constexpr int kRowsPerLoad = 4;
-using RowsFn = void (*)(const std::uint8_t*, const std::int8_t* const*, const Blocks*, float*);
 constexpr RowsFn kI8Rows[] = {rows_i8_vnni<1>, rows_i8_vnni<2>, rows_i8_vnni<3>, rows_i8_vnni<4>};
 constexpr RowsFn kQ4Rows[] = {rows_q4_vnni<1>, rows_q4_vnni<2>, rows_q4_vnni<3>, rows_q4_vnni<4>};
 
@@ -357,7 +359,10 @@ INKLING_VNNI void quantize_vnni(const float* x, std::int64_t rows, std::int64_t 
         }
 }
 
+#endif  // __x86_64__
+
 // ---- dispatch ----------------------------------------------------------------------------
+using TileFn = void (*)(const std::uint8_t* const*, const std::int8_t* const*, const Blocks*, float*);
 struct IntKernels {
     float (*dot_i8)(const std::int8_t*, const std::int8_t*, const Blocks&);
     float (*dot_q4)(const std::uint8_t*, const std::int8_t*, const Blocks&);  // x in q4 order if q4_order
@@ -366,13 +371,36 @@ struct IntKernels {
     // Several activation rows per weight load (q4: x in q4 order), 1..kRowsPerLoad; or null.
     const RowsFn* rows_i8;
     const RowsFn* rows_q4;
+    // Optional: 2 weight rows × 2 activation rows at once (SMMLA), the four outputs
+    // [w0·x0, w0·x1, w1·x0, w1·x1] each as dot_* gives it (blocks in that order too); the
+    // rows it leaves (an odd one) go through dot_*.
+    TileFn tile_i8;
+    TileFn tile_q4;
+    const char* name;
 };
 
 IntKernels int_kernels_for(Isa isa) {
+#if defined(__x86_64__)
     static const bool vnni = has_avx512_vnni();
-    if (isa == Isa::Avx512 && vnni) return {dot_i8_vnni, dot_q4_vnni, unpack_q4_avx2, true, kI8Rows, kQ4Rows};
-    if (isa != Isa::Scalar) return {dot_i8_avx2, dot_q4_avx2, unpack_q4_avx2, true, nullptr, nullptr};
-    return {dot_i8_scalar, dot_q4_scalar, unpack_q4_scalar, false, nullptr, nullptr};
+    if (isa == Isa::Avx512 && vnni)
+        return {dot_i8_vnni, dot_q4_vnni, unpack_q4_avx2, true, kI8Rows, kQ4Rows, nullptr, nullptr, "avx512-vnni"};
+    if (isa == Isa::Avx2 || isa == Isa::Avx512)
+        return {dot_i8_avx2, dot_q4_avx2, unpack_q4_avx2, true, nullptr, nullptr, nullptr, nullptr, "avx2"};
+#elif defined(__aarch64__)
+    // (engine/cpu/arm64/int_kernels.h; a level this build could not compile is never the
+    // active ISA: arm64::best_isa stops below it.)
+    if (isa == Isa::I8mm)
+        return {arm64::dot_i8_dotprod, arm64::dot_q4_dotprod, unpack_q4_scalar, true, nullptr, nullptr,
+                arm64::tile_i8_i8mm, arm64::tile_q4_i8mm, "smmla+sdot"};
+    if (isa == Isa::Dotprod)
+        return {arm64::dot_i8_dotprod, arm64::dot_q4_dotprod, unpack_q4_scalar, true, nullptr, nullptr, nullptr,
+                nullptr, "sdot"};
+    if (isa == Isa::Neon)
+        return {arm64::dot_i8_neon, arm64::dot_q4_neon, unpack_q4_scalar, true, nullptr, nullptr, nullptr, nullptr,
+                "neon"};
+#endif
+    (void)isa;
+    return {dot_i8_scalar, dot_q4_scalar, unpack_q4_scalar, false, nullptr, nullptr, nullptr, nullptr, "scalar"};
 }
 
 // Weight rows a block of the multi-row kernels holds (in L2) while every group of activation
@@ -386,16 +414,23 @@ constexpr std::int64_t kUnpackFromRows = 3;
 }  // namespace
 
 bool has_avx512_vnni() {
+#if defined(__x86_64__)
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
            __builtin_cpu_supports("avx512vnni");
+#else
+    return false;
+#endif
 }
+
+const char* int_kernel_name(Isa isa) { return int_kernels_for(isa).name; }
 
 void prepare_int_activations(Isa isa, bool q4_order, const float* x, std::int64_t rows, std::int64_t cols,
                              IntActivations& out) {
     const IntKernels k = int_kernels_for(isa);
     out.q4.clear();
+#if defined(__x86_64__)
     if (k.rows_i8) {
         quant::QuantizedActivations& a = out.a;
         a.rows = rows;
@@ -409,6 +444,7 @@ void prepare_int_activations(Isa isa, bool q4_order, const float* x, std::int64_
         quantize_vnni(x, rows, cols, a, q4_order ? out.q4.data() : nullptr);
         return;
     }
+#endif
     quant::quantize_activations(x, rows, cols, out.a);
     if (!q4_order || !k.q4_order) return;
     out.q4.resize(out.a.q.size());
@@ -479,7 +515,40 @@ void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::in
         }
         return;
     }
-    if (w.group != kB && sw_buf.size() < static_cast<std::size_t>(a.blocks)) sw_buf.resize(static_cast<std::size_t>(a.blocks));
+    if (w.group != kB && sw_buf.size() < static_cast<std::size_t>(2 * a.blocks))
+        sw_buf.resize(static_cast<std::size_t>(2 * a.blocks));
+    const TileFn tile = q4 ? k.tile_q4 : k.tile_i8;
+    if (tile && a.rows >= 2) {
+        // Weight rows in pairs against activation rows in pairs; a last odd activation row
+        // goes through dot_*, a last odd weight row through the loop below.
+        const std::int8_t* xt = q4 ? x.q4.data() : a.q.data();
+        auto blocks_of = [&](std::int64_t s, const float* sw) {
+            return Blocks{a.sums.data() + s * a.blocks, sw, a.scales.data() + s * a.blocks, a.blocks};
+        };
+        for (; begin + 2 <= end; begin += 2) {
+            const std::int64_t o = begin;
+            const float* sw[2] = {scales_of(o, 0), scales_of(o + 1, 1)};
+            const std::uint8_t* ws[2] = {reinterpret_cast<const std::uint8_t*>(w.row(o)),
+                                         reinterpret_cast<const std::uint8_t*>(w.row(o + 1))};
+            std::int64_t s = 0;
+            for (; s + 2 <= a.rows; s += 2) {
+                const std::int8_t* xs[2] = {xt + s * a.padded, xt + (s + 1) * a.padded};
+                const Blocks kb[4] = {blocks_of(s, sw[0]), blocks_of(s + 1, sw[0]), blocks_of(s, sw[1]),
+                                      blocks_of(s + 1, sw[1])};
+                float out[4];
+                tile(ws, xs, kb, out);
+                y[s * w.rows + o] = out[0];
+                y[(s + 1) * w.rows + o] = out[1];
+                y[s * w.rows + o + 1] = out[2];
+                y[(s + 1) * w.rows + o + 1] = out[3];
+            }
+            for (; s < a.rows; ++s)
+                for (int r = 0; r < 2; ++r)
+                    y[s * w.rows + o + r] = q4 ? k.dot_q4(ws[r], xt + s * a.padded, blocks_of(s, sw[r]))
+                                               : k.dot_i8(reinterpret_cast<const std::int8_t*>(ws[r]),
+                                                          xt + s * a.padded, blocks_of(s, sw[r]));
+        }
+    }
     if (unpack && row_buf.size() < static_cast<std::size_t>(a.padded)) row_buf.resize(static_cast<std::size_t>(a.padded));
     for (std::int64_t o = begin; o < end; ++o) {
         const float* sw = scales_of(o, 0);

@@ -18,7 +18,10 @@
 // AVX-512 keeps the 16 accumulators in one zmm and handles 16 blocks a step, for up to four
 // activation rows per weight load (int4 blocks expanded once for all of them); AVX2 keeps
 // two ymm (blocks b%16 < 8 and ≥ 8) and handles 8 a step; the integer sums inside may be
-// formed in any order, being exact.
+// formed in any order, being exact. ARM64 (engine/cpu/arm64/int_kernels.cpp): NEON widening
+// multiplies, SDOT where the CPU has FEAT_DotProd, and SMMLA tiles of 2 weight rows × 2
+// activation rows where it has FEAT_I8MM; each forms the block sums exactly and then the
+// same float pattern.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +46,10 @@ void prepare_int_activations(Isa isa, bool q4_order, const float* x, std::int64_
 // activation row s. `x` comes from prepare_int_activations with the same `isa`.
 void int_product_rows(Isa isa, const model::Matrix& w, const IntActivations& x, std::int64_t begin,
                       std::int64_t end, float* y);
+
+// The kernels int_product_rows runs for `isa` ("scalar", "avx2", "avx512-vnni"; ARM64:
+// "neon", "sdot", "smmla+sdot").
+const char* int_kernel_name(Isa isa);
 
 // Whether this CPU has the AVX-512 VNNI dot product the Avx512 integer kernels use (the
 // Avx512 ISA falls back to the AVX2 integer kernels without it).

@@ -2,7 +2,11 @@
 
 #include "engine/cpu/bf16_matmul.h"
 #include "engine/cpu/int_kernels.h"
+#if defined(__x86_64__)
 #include "engine/cpu/simd.h"
+#elif defined(__aarch64__)
+#include "engine/cpu/arm64/features.h"
+#endif
 
 #include <algorithm>
 #include <cstdint>
@@ -24,6 +28,7 @@ float dot_scalar(const float* a, const float* b, std::int64_t n) {
 
 void row_scalar(const Matrix& m, std::int64_t r, float* out) { model::row_to_f32(m, r, out); }
 
+#if defined(__x86_64__)
 // ---- AVX2 + FMA + F16C ---------------------------------------------------------------
 __attribute__((target("avx2,fma"))) float hsum256(__m256 v) {
     __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
@@ -134,6 +139,8 @@ __attribute__((target("avx512f"))) void row_avx512(const Matrix& m, std::int64_t
     }
 }
 
+#endif  // __x86_64__
+
 struct Kernels {
     float (*dot)(const float*, const float*, std::int64_t);
     void (*row)(const Matrix&, std::int64_t, float*);
@@ -141,12 +148,13 @@ struct Kernels {
     void (*dot4)(const float*, const float* const*, std::int64_t, float*);
 };
 
+// (ARM64: the f32 products keep the scalar dot; the bf16 and integer ones have NEON kernels.)
 Kernels kernels_for(Isa isa) {
-    switch (isa) {
-    case Isa::Avx512: return {dot_avx512, row_avx512, dot4_avx512};
-    case Isa::Avx2: return {dot_avx2, row_avx2, nullptr};
-    case Isa::Scalar: break;
-    }
+#if defined(__x86_64__)
+    if (isa == Isa::Avx512) return {dot_avx512, row_avx512, dot4_avx512};
+    if (isa == Isa::Avx2) return {dot_avx2, row_avx2, nullptr};
+#endif
+    (void)isa;
     return {dot_scalar, row_scalar, nullptr};
 }
 
@@ -157,17 +165,39 @@ Numerics g_numerics = Numerics::Exact;
 }  // namespace
 
 Isa best_isa() {
+#if defined(__x86_64__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) return Isa::Avx512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::Avx2;
     return Isa::Scalar;
+#elif defined(__aarch64__)
+    return arm64::best_isa();
+#else
+    return Isa::Scalar;
+#endif
+}
+
+std::vector<Isa> isas() {
+#if defined(__x86_64__)
+    return {Isa::Scalar, Isa::Avx2, Isa::Avx512};
+#elif defined(__aarch64__)
+    return {Isa::Scalar, Isa::Neon, Isa::Dotprod, Isa::I8mm};
+#else
+    return {Isa::Scalar};
+#endif
+}
+
+// Each architecture's levels are in order within the enum, so "at most the best" is enough
+// once the ISA is one of this architecture's.
+bool isa_supported(Isa isa) {
+    const std::vector<Isa> own = isas();
+    return std::find(own.begin(), own.end(), isa) != own.end() && static_cast<int>(isa) <= static_cast<int>(best_isa());
 }
 
 Isa active_isa() { return g_isa; }
 
 void set_isa(Isa isa) {
-    if (static_cast<int>(isa) > static_cast<int>(best_isa()))
-        throw std::runtime_error(std::string("this CPU does not support ") + isa_name(isa));
+    if (!isa_supported(isa)) throw std::runtime_error(std::string("this CPU does not support ") + isa_name(isa));
     g_isa = isa;
     g_kernels = kernels_for(isa);
 }
@@ -176,16 +206,24 @@ const char* isa_name(Isa isa) {
     switch (isa) {
     case Isa::Avx512: return "avx512";
     case Isa::Avx2: return "avx2";
+    case Isa::Neon: return "neon";
+    case Isa::Dotprod: return "dotprod";
+    case Isa::I8mm: return "i8mm";
     case Isa::Scalar: break;
     }
     return "scalar";
 }
 
 Isa parse_isa(const std::string& name) {
-    if (name == "scalar") return Isa::Scalar;
-    if (name == "avx2") return Isa::Avx2;
-    if (name == "avx512") return Isa::Avx512;
-    throw std::runtime_error("unknown ISA '" + name + "' (scalar, avx2 or avx512)");
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon, Isa::Dotprod, Isa::I8mm})
+        if (name == isa_name(isa)) return isa;
+    throw std::runtime_error("unknown ISA '" + name + "' (scalar, avx2 or avx512 on x86-64; scalar, neon, dotprod or "
+                             "i8mm on ARM64)");
+}
+
+KernelNames active_kernels() {
+    const char* integer = int_kernel_name(g_isa);
+    return {bf16_kernel_name(g_isa, g_numerics), integer, integer};
 }
 
 Numerics active_numerics() { return g_numerics; }

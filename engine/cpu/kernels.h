@@ -9,19 +9,33 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "engine/cpu/thread_pool.h"
 #include "engine/model/tensor.h"
 
 namespace inkling::cpu {
 
-enum class Isa { Scalar, Avx2, Avx512 };
+// x86-64: Scalar < Avx2 < Avx512. ARM64 (engine/cpu/arm64/): Scalar < Neon < Dotprod (SDOT)
+// < I8mm (SMMLA), each level also having what the ones below it have.
+enum class Isa { Scalar, Avx2, Avx512, Neon, Dotprod, I8mm };
 
 Isa best_isa();          // what this CPU supports
 Isa active_isa();        // what the kernels use
 void set_isa(Isa isa);   // throws std::runtime_error if the CPU lacks it
+bool isa_supported(Isa isa);  // this build has it and this CPU can run it
+std::vector<Isa> isas();      // this architecture's ISAs, Scalar first (supported here or not)
 const char* isa_name(Isa isa);
-Isa parse_isa(const std::string& name);  // "scalar", "avx2", "avx512"
+Isa parse_isa(const std::string& name);  // "scalar", "avx2", "avx512", "neon", "dotprod", "i8mm"
+
+// What the active ISA runs for each weight kind (the engine's start-up banner, `inkling info`):
+// e.g. {"avx512", "avx512-vnni", "avx512-vnni"} or {"neon-fma", "smmla+sdot", "smmla+sdot"}.
+struct KernelNames {
+    const char* bf16;
+    const char* int8;
+    const char* int4;
+};
+KernelNames active_kernels();
 
 // What products with bf16 weights do with their f32 activations (process-wide, like the
 // ISA; set it before the forward runs, not while it does):

@@ -1,9 +1,20 @@
 #include "engine/cpu/thread_pool.h"
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 namespace inkling::cpu {
 namespace {
+
+// The spin-wait hint: PAUSE on x86-64, YIELD on ARM64.
+inline void spin_pause() {
+#if defined(__x86_64__)
+    _mm_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 
 // A few µs of polling: longer than the gap between two loops of one decode step,
 // short enough that an idle engine sleeps.
@@ -47,7 +58,7 @@ void ThreadPool::parallel_for(std::int64_t n, const std::function<void(std::int6
     wake_.notify_all();
     auto [b, e] = share(n, size(), 0);
     if (b < e) fn(b, e);
-    for (int i = 0; i < kSpins && pending_.load(std::memory_order_acquire) != 0; ++i) _mm_pause();
+    for (int i = 0; i < kSpins && pending_.load(std::memory_order_acquire) != 0; ++i) spin_pause();
     if (pending_.load(std::memory_order_acquire) != 0) {
         std::unique_lock lock(mutex_);
         done_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
@@ -60,7 +71,7 @@ void ThreadPool::worker(unsigned index) {
     while (true) {
         int spins = 0;
         while (generation_.load(std::memory_order_acquire) == seen && !stop_ && spins < kSpins) {
-            _mm_pause();
+            spin_pause();
             ++spins;
         }
         if (generation_.load(std::memory_order_acquire) == seen) {

@@ -101,6 +101,11 @@ Scheduler::Scheduler(const model::Model& model, const model::Tokenizer* tokenize
     : model_(model), tokenizer_(tokenizer), options_(options), forward_(model, pool, std::move(cache)),
       pins_(options.pins, options.snapshot_bytes) {
     for (int i = 0; i < options.slots; ++i) slots_.push_back(forward::make_session(model.config, options.context));
+    const std::size_t each = PinPool::state_bytes(model.config, options.context);
+    if (pins_.enabled() && each > options.snapshot_bytes)
+        std::fprintf(stderr, "[serve] one snapshot of this model is %.1f MiB, more than the snapshot budget of %.1f MiB: "
+                     "none is kept, so regenerated and edited turns prefill in full (raise --snapshot-mb)\n",
+                     static_cast<double>(each) / (1 << 20), static_cast<double>(options.snapshot_bytes) / (1 << 20));
 }
 
 Scheduler::~Scheduler() = default;
@@ -495,6 +500,8 @@ nlohmann::json Scheduler::info() const {
             {"model", model_.dir.filename().string()},
             {"backend", forward_.chain() ? "vulkan" : "cpu"},
             {"isa", cpu::isa_name(cpu::active_isa())},
+            {"kernels", {{"bf16", cpu::active_kernels().bf16}, {"int8", cpu::active_kernels().int8},
+                         {"int4", cpu::active_kernels().int4}}},
             {"slots", options_.slots},
             {"context", options_.context},
             {"vocab", c.unpadded_vocab},
@@ -505,6 +512,7 @@ nlohmann::json Scheduler::info() const {
             {"mel_bins", c.mel_bins},
             {"tokenizer", tokenizer_ != nullptr},
             {"weights_bytes", model_.weights.matrix_bytes},
+            {"snapshot_bytes", PinPool::state_bytes(c, options_.context)},
             {"device", vulkan::device_stats(forward_.chain(), 0)}};
 }
 

@@ -15,7 +15,9 @@
 
 #include "engine/cpu/bf16_matmul.h"
 #include "engine/cpu/kernels.h"
+#if defined(__x86_64__)
 #include "engine/cpu/simd.h"
+#endif
 
 using namespace inkling;
 using model::DType;
@@ -106,9 +108,9 @@ struct Variant {
 
 std::vector<Variant> variants() {
     std::vector<Variant> out;
-    for (cpu::Isa isa : {cpu::Isa::Scalar, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
-        if (static_cast<int>(isa) > static_cast<int>(cpu::best_isa())) {
-            MESSAGE("skipping ISA " << cpu::isa_name(isa) << ": this CPU lacks it");
+    for (cpu::Isa isa : cpu::isas()) {
+        if (!cpu::isa_supported(isa)) {
+            MESSAGE("skipping ISA " << std::string(cpu::isa_name(isa)) << ": this CPU lacks it");
             continue;
         }
         out.push_back({isa, false});

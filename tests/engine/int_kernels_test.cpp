@@ -47,9 +47,9 @@ bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
 
 std::vector<cpu::Isa> available_isas() {
     std::vector<cpu::Isa> out;
-    for (cpu::Isa isa : {cpu::Isa::Scalar, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
-        if (static_cast<int>(isa) <= static_cast<int>(cpu::best_isa())) out.push_back(isa);
-        else MESSAGE("skipping ISA " << cpu::isa_name(isa) << ": this CPU lacks it");
+    for (cpu::Isa isa : cpu::isas()) {
+        if (cpu::isa_supported(isa)) out.push_back(isa);
+        else MESSAGE("skipping ISA " << std::string(cpu::isa_name(isa)) << ": this CPU lacks it");
     }
     if (cpu::best_isa() == cpu::Isa::Avx512 && !cpu::has_avx512_vnni())
         MESSAGE("no AVX-512 VNNI: the avx512 integer kernels are the AVX2 ones here");
@@ -117,7 +117,7 @@ TEST_CASE("integer matmul matches the dequantized double reference tightly and t
     });
 }
 
-TEST_CASE("integer matmul is bitwise equal across scalar, AVX2 and AVX-512") {
+TEST_CASE("integer matmul is bitwise equal across scalar and every SIMD ISA (AVX2, AVX-512; NEON, SDOT, SMMLA)") {
     std::mt19937 rng(12);
     cpu::ThreadPool pool(2);
     for (const Case& c : kCases)

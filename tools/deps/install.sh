@@ -4,10 +4,15 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 mapfile -t wanted < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$here/packages.txt")
+# A name without `:arch` means the machine's own architecture (or an `all` package): with
+# multiarch, dpkg-query lists an instance per architecture installed.
+native="$(dpkg --print-architecture)"
 missing=()
 for pkg in "${wanted[@]}"; do
-    status="$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)"
-    [[ "$status" == "install ok installed" ]] || missing+=("$pkg")
+    arch="$native"
+    [[ "$pkg" == *:* ]] && arch="${pkg##*:}"
+    dpkg-query -W -f='${Status} ${Architecture}\n' "$pkg" 2>/dev/null |
+        grep -Eqx "install ok installed ($arch|all)" || missing+=("$pkg")
 done
 if [[ ${#missing[@]} -eq 0 ]]; then
     exit 0
@@ -25,5 +30,13 @@ else
     SUDO=
 fi
 export DEBIAN_FRONTEND=noninteractive
+# Packages of another architecture (`name:arm64`, for make arm64) need it in dpkg's list
+# before apt-get update fetches that architecture's package lists.
+for arch in $(printf '%s\n' "${missing[@]}" | sed -n 's/^[^:]*:\([a-z0-9]*\)$/\1/p' | sort -u); do
+    if [[ "$arch" != "$native" ]] && ! dpkg --print-foreign-architectures | grep -qx "$arch"; then
+        echo "deps: adding the $arch architecture to dpkg (multiarch)"
+        $SUDO dpkg --add-architecture "$arch"
+    fi
+done
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
