@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Black-box tests of build/inkling-gateway on the demo model: the official openai client, the
-# official @anthropic-ai/sdk client (the Messages API), a corpus of malformed HTTP requests, the
+# Black-box tests of build/inkling-gateway on the demo model: the official openai client (chat,
+# tools, structured outputs), the official @anthropic-ai/sdk client (the Messages API), the
+# SDKs' browser headers against a CORS preflight, a corpus of malformed HTTP requests, the
 # web UI in headless Chromium, a bounded load test, and
 # engine faults (kill -9 mid-stream, restart). Prints the suites' PASS/FAIL lines, then one
 # summary line; exits non-zero when anything failed. Every wait has a deadline.
@@ -13,7 +14,7 @@
 # Environment:
 #   INKLING_GATEWAY_BODY_CAP   the request body cap given to the gateway (--max-body), in bytes (8 MiB)
 #   INKLING_GATEWAY_SLOW_LIMIT seconds within which a stalled request must be cut off (default 40)
-#   INKLING_GATEWAY_SUITES     suites to run, space-separated (default: openai anthropic logprobs tools tool-choice anthropic-tools corpus web load faults)
+#   INKLING_GATEWAY_SUITES     suites to run, space-separated (default: openai anthropic logprobs tools tool-choice structured cors anthropic-tools corpus web load faults)
 set -uo pipefail
 build="${1:?usage: tests/gateway/run.sh BUILD}"
 
@@ -23,7 +24,7 @@ build="$(cd "$build" 2>/dev/null && pwd)" || { echo "FAIL gateway-tests/build: n
 log_dir="$build/test-logs"
 mkdir -p "$log_dir"
 gateway_log="$log_dir/gateway-tests-gateway.log"
-suites="${INKLING_GATEWAY_SUITES:-openai anthropic logprobs tools tool-choice anthropic-tools corpus web load faults}"
+suites="${INKLING_GATEWAY_SUITES:-openai anthropic logprobs tools tool-choice structured cors anthropic-tools corpus web load faults}"
 body_cap="${INKLING_GATEWAY_BODY_CAP:-8388608}"
 slow_limit="${INKLING_GATEWAY_SLOW_LIMIT:-40}"
 passed=0
@@ -170,6 +171,8 @@ for suite in $suites; do
         logprobs) run_node logprobs 300 logprobs.test.mjs ;;
         tools)  run_scripted tools 120 tool_calls.test.mjs ;;
         tool-choice) run_node tool-choice 600 tool_choice.test.mjs ;;
+        structured) run_node structured 600 structured_outputs.test.mjs ;;
+        cors)   run_node cors 120 cors_preflight.test.mjs ;;
         anthropic-tools) run_scripted anthropic-tools 120 anthropic_tools.test.mjs ;;
         corpus) run_node corpus 600 http_corpus.test.mjs --body-cap "$body_cap" --slow-limit "$slow_limit" ;;
         web)    run_held web 300 web_ui.test.mjs --screenshot "$build/gateway-web-ui.png" ;;
