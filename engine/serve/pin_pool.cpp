@@ -98,6 +98,17 @@ void PinPool::drop_slot(int slot) {
         if (entries_[i].slot == slot) erase_at(i);
 }
 
+std::size_t PinPool::state_bytes(const model::Config& config, std::int64_t capacity) {
+    const auto s = forward::make_session(config, std::min<std::int64_t>(capacity, config.window + 1));
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < s.layers.size(); ++i) {
+        const auto& L = s.layers[i];
+        for (const auto& c : L.conv) bytes += floats_bytes(c);
+        if (config.kinds[i].local && config.window < capacity) bytes += floats_bytes(L.k) + floats_bytes(L.v);
+    }
+    return bytes;
+}
+
 nlohmann::json PinPool::stats() const {
     return {{"held", entries_.size()},       {"bytes", bytes_},         {"max", capacity_},
             {"budget_bytes", budget_},       {"taken", taken_},         {"restored", restored_},

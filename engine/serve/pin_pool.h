@@ -45,6 +45,9 @@ public:
     // its snapshots deeper than `kept` that disagree with `prompt` describe rows that are
     // being overwritten, and go (they could never be restored again).
     void drop_diverged(int slot, std::span<const std::int32_t> prompt, std::int64_t kept);
+    // The bytes one snapshot of a `capacity`-position state of this model takes, less its
+    // ids (4 bytes a position): its conv histories and sliding rings.
+    static std::size_t state_bytes(const model::Config& config, std::int64_t capacity);
     void drop_slot(int slot);
     bool enabled() const { return capacity_ > 0 && budget_ > 0; }
     std::size_t size() const { return entries_.size(); }

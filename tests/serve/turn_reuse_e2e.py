@@ -136,7 +136,7 @@ def boundary_cases(name, eng, chat, sizes):
 def start(model, *flags, ctx="1024"):
     """`inkling serve` on `model` with 2 slots, past its info STATS."""
     eng = Engine([inkling, "serve", "--model", model, "--slots", "2", "--ctx", ctx, "--threads", "2", *flags])
-    eng.frame()
+    eng.info = eng.frame().json()
     return eng
 
 
@@ -194,9 +194,12 @@ msgs = [demo_chat.message(demo_chat.system, 10)] + [
 long_prompt = demo_chat.prompt(msgs)
 c.run(0, long_prompt, reset=1)
 st = stats(eng)["snapshots"]
-checks.report("budget: the snapshots held stay within --snapshot-mb 1 and the oldest were evicted",
+each = eng.info["snapshot_bytes"]  # less 4 bytes an id; the prompt has 336
+checks.report("budget: the snapshots held stay within --snapshot-mb 1 and the oldest were evicted; each is "
+              "STATS info snapshot_bytes and its ids",
               0 < st["bytes"] <= 1 << 20 and st["taken"] == 24 and st["evicted"] > 0
-              and st["held"] == st["taken"] - st["evicted"], st)
+              and st["held"] == st["taken"] - st["evicted"] and st["held"] == (1 << 20) // (each + 4 * 336)
+              and st["held"] * each < st["bytes"] < st["held"] * (each + 4 * 336), (st, each))
 c.check("regenerate with the pool over budget (the deepest pin is the newest)", long_prompt, len(long_prompt) - 2)
 # An edit of the second message: its boundary's pin was evicted; nothing shallower is held.
 early = demo_chat.prompt([msgs[0], demo_chat.message(demo_chat.user, 12)])
