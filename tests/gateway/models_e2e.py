@@ -148,8 +148,27 @@ def loaded_at_start():
         report("/v1/messages: an unknown model is 404 not_found_error in the Anthropic shape",
                st == 404 and resp.get("type") == "error" and resp["error"]["type"] == "not_found_error"
                and "nope" in resp["error"]["message"], resp)
-        st, resp, _ = chat(g, "a", path="/v1/messages")
+        st, resp, hm = chat(g, "a", path="/v1/messages")
         report("/v1/messages routes by model", st == 200 and resp.get("model") == "a", resp)
+
+        # The conversation key an answer names: the x-session-id, else a stable hash of the
+        # conversation's identity (its first turn), in JSON and SSE answers alike.
+        _, _, h1 = chat(g, "a", "Same first turn.")
+        _, _, h2 = chat(g, "b", "Same first turn.")
+        _, _, h3 = chat(g, "a", "Another first turn.")
+        _, _, hs = chat(g, "a", headers={"x-session-id": "chat-42"})
+        key = h1.get("x-conversation-key", "")
+        report("x-conversation-key: the x-session-id when sent, else the first turn's hash (16 hex digits, "
+               "the same for the same first turn)",
+               hs.get("x-conversation-key") == "chat-42" and len(key) == 16 and all(c in "0123456789abcdef" for c in key)
+               and h2.get("x-conversation-key") == key and h3.get("x-conversation-key") not in ("", key)
+               and hm.get("x-conversation-key", "") != "", (h1, h2, h3, hs, hm))
+        st, raw, hsse = g.request("POST", "/v1/chat/completions",
+                                  {"model": "b", "max_tokens": 3, "stream": True,
+                                   "messages": [{"role": "user", "content": "Hi"}]},
+                                  headers={"x-session-id": "stream-7"}, timeout=DEADLINE)
+        report("... a streamed answer names it in its head too",
+               st == 200 and hsse.get("x-conversation-key") == "stream-7" and b"[DONE]" in raw, (st, hsse))
 
         failed = until("broken's engine to be marked failed (a crash loop)",
                        lambda: get(g, "/health")[1]["models"]["broken"]["status"] == "failed")
@@ -168,8 +187,8 @@ def loaded_at_start():
 
         m = prometheus(get(g, "/metrics")[1])
         report("/metrics: per-model series (requests, tokens, up) with a model label",
-               m.get(("inkling_model_requests_total", (("model", "a"),))) == 2
-               and m.get(("inkling_model_requests_total", (("model", "b"),))) == 2
+               m.get(("inkling_model_requests_total", (("model", "a"),))) == 5
+               and m.get(("inkling_model_requests_total", (("model", "b"),))) == 4
                and m.get(("inkling_model_up", (("model", "a"),))) == 1
                and m.get(("inkling_model_up", (("model", "broken"),))) == 0
                and m.get(("inkling_model_completion_tokens_total", (("model", "b"),)), 0) > 0
