@@ -12,6 +12,9 @@ real engines: models/inkling-demo served under several names with different engi
    requests at once for an unloaded model load it once; a request for the other model unloads
    the idle one to make room; an idle model is stopped after the timeout (its engine process
    gone) and its next request loads it again.
+3. The budget while the resident model is busy (the scripted engine, tests/gateway/fake_engine.py,
+   holds its request): a request for the other waits, then loads it once the busy one is idle;
+   with a short --model-load-wait it fails with 503 model_unavailable instead.
 
     python3 tests/gateway/models_e2e.py BUILD
 
@@ -20,6 +23,7 @@ waits on a timer: every wait polls an observable state under a deadline that fai
 """
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -243,6 +247,56 @@ def on_demand():
         g.stop()
 
 
+def budget_while_busy():
+    """The budget holds one model and b is busy (the scripted engine holds b's request until
+    SIGUSR1): a request for a waits, a stays unloaded, until b's request ends; then b is
+    unloaded and a loaded. With --model-load-wait 1 the wait ends in 503 model_unavailable."""
+    fake = os.path.join(ROOT, "tests", "gateway", "fake_engine.py")
+    for wait_s in ("60", "1"):
+        g = gateway("--engine", fake, "--model", f"a={DEMO}", "--model", f"b={DEMO}",
+                    "--model-engine-arg", "b=--fake-hold", "--model-memory", "a=1G", "--model-memory", "b=1G",
+                    "--memory-budget", "1536M", "--model-load", "on-demand", "--model-load-wait", wait_s)
+        results = {}
+
+        def ask(model):
+            results[model] = chat(g, model)
+        try:
+            tb = threading.Thread(target=ask, args=("b",))
+            tb.start()
+            # ACCEPTed (its prompt tokens counted): the engine holds it, its SIGUSR1 handler set.
+            held = until("b's request to be held by its engine",
+                         lambda: (metric(g, "inkling_model_prompt_tokens_total", "b") or 0) > 0)
+            pid_b = get(g, "/health")[1]["models"]["b"]["pid"]
+            ta = threading.Thread(target=ask, args=("a",))
+            ta.start()
+            asked = until("a's request to arrive", lambda: metric(g, "inkling_model_requests_total", "a") == 1)
+            if wait_s == "1":
+                ta.join(DEADLINE)
+                st, body, _ = results.get("a", (None, {}, None))
+                err = body.get("error", {}) if isinstance(body, dict) else {}
+                report("--model-load-wait 1: a request for a model that does not fit while the other is busy "
+                       "is 503 model_unavailable naming the budget and the busy model",
+                       held and st == 503 and err.get("code") == "model_unavailable"
+                       and "--memory-budget" in err.get("message", "") and "b (" in err.get("message", ""),
+                       results.get("a"))
+            else:
+                st_h, health = get(g, "/health")
+                report("while b is busy, a request for a waits: a stays unloaded and b loaded (no room)",
+                       held and asked and "a" not in results and health["models"]["a"]["status"] == "unloaded"
+                       and health["models"]["b"]["status"] == "ok"
+                       and metric(g, "inkling_model_loads_total", "a") == 0, (health, results))
+            os.kill(pid_b, signal.SIGUSR1)  # b's request ends
+            tb.join(DEADLINE)
+            ta.join(DEADLINE)
+            if wait_s == "60":
+                report("... once b's request ends, b is unloaded, a loaded, and both requests succeed",
+                       results.get("b", (0,))[0] == 200 and results.get("a", (0,))[0] == 200
+                       and results["a"][1]["model"] == "a" and metric(g, "inkling_model_unloads_total", "b") == 1
+                       and metric(g, "inkling_model_loads_total", "a") == 1, (results, g.log_tail()))
+        finally:
+            g.stop()
+
+
 def refused_flags():
     import subprocess
     exe = os.path.join(BUILD, "inkling-gateway")
@@ -263,4 +317,5 @@ def refused_flags():
 refused_flags()
 loaded_at_start()
 on_demand()
+budget_while_busy()
 sys.exit(checks.finish())
