@@ -67,6 +67,10 @@ TEST_CASE("pin pool: counts and bytes bound it, least recently used out first; t
     const auto c = model::load_config(test_paths::fixtures() / "ring-hf-f32");
     const std::size_t each = snapshot_bytes(c, 3);
     REQUIRE(each > 0);
+    // What STATS info snapshot_bytes says: the snapshot less its ids.
+    CHECK(each == serve::PinPool::state_bytes(c, 64) + 3 * sizeof(std::int32_t));
+    // A context no longer than the window has no rings to keep, only the convs.
+    CHECK(serve::PinPool::state_bytes(c, 4) < serve::PinPool::state_bytes(c, 64));
     serve::PinPool pool(64, 2 * each + each / 2);  // room for two
     pool.pin(0, state_of(c, {1, 2, 3}, 1.0f), c);
     pool.pin(0, state_of(c, {1, 2, 4}, 1.0f), c);
