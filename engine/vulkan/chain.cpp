@@ -289,6 +289,10 @@ void Chain::ensure_scratch(std::int64_t R) {
         route_e_ = Buffer(*ctx_, route_stride_ * static_cast<std::size_t>(c_.layers), Buffer::Kind::Host);
         route_w_ = dev(P);
         shared_wd_ = dev(n * NS);
+        if (const std::size_t row = tier_->act_row_bytes(); row > 0) {
+            act_q_ = Buffer(*ctx_, static_cast<std::size_t>(P) * row, Buffer::Kind::Device);
+            act_s_ = Buffer(*ctx_, static_cast<std::size_t>(P) * row / 32 * 4, Buffer::Kind::Device);
+        }
     }
     scratch_rows_ = n;
 }
@@ -562,7 +566,7 @@ bool Chain::moe_resident(int i) {
     ops_->moe_route(f, {u32(R), u32(c_.experts), u32(NS), u32(K), tier_->route_scale(i)}, {&route_logits_},
                     tier_->bias(i), route_e, route_w_, shared_wd_);
     f.barrier();
-    tier_->record_pairs(f, i, u32(P), u32(K), h_, route_e, pg_, pu_, py_);
+    tier_->record_pairs(f, i, u32(P), u32(K), h_, route_e, pg_, pu_, py_, {&act_q_, &act_s_});
     shared_experts(f, i);
     f.barrier();
     ops_->moe_join(f, {u32(R * D), u32(D), u32(K), u32(NS)}, a_, py_, route_w_, shared_out_, shared_wd_);
@@ -613,7 +617,7 @@ void Chain::moe_tier(int i, const forward::Routing& routing, const float* h, for
     // Frame A2: the device's hits and the shared experts, not waited for.
     Frame& f = *f2_;
     f.begin();
-    tier_->record_pairs(f, i, u32(P), u32(K), h_, {&route_e_, at, route_stride_}, pg_, pu_, py_);
+    tier_->record_pairs(f, i, u32(P), u32(K), h_, {&route_e_, at, route_stride_}, pg_, pu_, py_, {&act_q_, &act_s_});
     f.barrier();
     shared_experts(f, i);
     submit_frame(f);

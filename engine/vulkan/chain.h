@@ -188,6 +188,7 @@ private:
     // (host-visible, read back at the end of the step), pair and shared weights.
     Buffer route_logits_, pg_, pu_, py_, route_e_, route_w_, shared_wd_;
     Buffer y_host_;  // a tier layer's host pairs [R·K][D], copied into py_ before the join
+    Buffer act_q_, act_s_;  // integer experts: each pair's activations quantized (IntScratch)
     std::vector<VkBufferCopy> host_pair_copies_;
     bool pending_tier_ = false;  // the pending MoE layer joins its pairs (moe_join)
     std::size_t tau_stride_ = 0, route_stride_ = 0;  // bytes between layers' slices

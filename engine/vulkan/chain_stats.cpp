@@ -22,6 +22,8 @@ nlohmann::json device_stats(const Chain* chain, std::uint64_t tokens) {
             {"waits_per_step", per(static_cast<double>(s.waits), s.steps)},
             {"expert_layers", chain->resident_layers()},
             {"expert_bytes", chain->expert_bytes()},
+            {"tier_layers", chain->tier_layers()},
+            {"expert_format", chain->tier() ? chain->tier()->format() : ""},
             {"device_pairs", s.device_pairs},
             {"host_pairs", s.host_pairs},
             {"state_uploads", s.uploads},

@@ -47,6 +47,9 @@ DeviceInfo describe(VkPhysicalDevice pd, int index) {
     d.timestamp_ns = p.limits.timestampComputeAndGraphics ? p.limits.timestampPeriod : 0.0;
     d.subgroup_arithmetic = (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                             (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+    VkPhysicalDeviceFeatures features;
+    vkGetPhysicalDeviceFeatures(pd, &features);
+    d.float64 = features.shaderFloat64 == VK_TRUE;
     VkPhysicalDeviceMemoryProperties mem;
     vkGetPhysicalDeviceMemoryProperties(pd, &mem);
     for (std::uint32_t h = 0; h < mem.memoryHeapCount; ++h)
@@ -141,7 +144,10 @@ std::unique_ptr<Context> Context::open(int index, std::uint64_t budget_bytes) {
     q.pQueuePriorities = &priority;
     std::vector<const char*> extensions;
     if (c->info_.memory_budget) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    VkPhysicalDeviceFeatures enabled{};
+    enabled.shaderFloat64 = c->info_.float64 ? VK_TRUE : VK_FALSE;
     auto ci = make<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
+    ci.pEnabledFeatures = &enabled;
     ci.queueCreateInfoCount = 1;
     ci.pQueueCreateInfos = &q;
     ci.enabledExtensionCount = static_cast<std::uint32_t>(extensions.size());

@@ -50,6 +50,7 @@ struct DeviceInfo {
     std::uint64_t device_local_heap = 0;      // largest device-local heap
     bool memory_budget = false;               // VK_EXT_memory_budget present
     bool subgroup_arithmetic = false;
+    bool float64 = false;                     // shaderFloat64 (the integer expert shaders' exact f32 steps)
 
     const char* type_name() const;  // "discrete", "integrated", "virtual", "cpu", "other"
     bool is_cpu() const { return type == VK_PHYSICAL_DEVICE_TYPE_CPU; }

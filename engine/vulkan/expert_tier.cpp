@@ -4,18 +4,31 @@
 #include <cstdio>
 #include <cstring>
 
+#include "engine/experts/expert_store.h"
 #include "engine/model/tensor.h"
+#include "engine/quant/quantize.h"
 
 namespace inkling::vulkan {
 namespace {
 
 std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
 
-// Why the shaders can't read layer L's routed experts, or "".
-std::string experts_problem(const model::Config& c, const model::LayerWeights& L) {
+// Why the shaders can't read the routed experts of layer L, or "". A converted model's
+// (model.experts: int8 or int4 records of experts.inkx) need the integer shaders.
+std::string experts_problem(const model::Model& model, const Ops& ops, const model::LayerWeights& L) {
+    const model::Config& c = model.config;
     if (c.top_k > 16) return "top-k above 16";
     if (c.experts > 1024) return "more than 1024 experts a layer";
-    if (L.experts.size() != static_cast<std::size_t>(c.experts)) return "experts not mapped (a converted model)";
+    if (model.experts) {
+        const experts::RecordLayout& r = model.experts->layout();
+        if (!ops.int_experts())
+            return std::string("experts in ") + experts::format_name(r.format) +
+                   " (the integer shaders need shaderFloat64, which this device lacks)";
+        if (r.gate.group % quant::kBlock != 0 || r.down.group % quant::kBlock != 0)
+            return "an integer expert group not a multiple of 32";
+        return "";
+    }
+    if (L.experts.size() != static_cast<std::size_t>(c.experts)) return "experts not mapped";
     const model::DType dt = L.experts[0].gate.dtype;
     for (const auto& f : L.experts)
         for (const model::Matrix* m : {&f.gate, &f.up, &f.down}) {
@@ -27,17 +40,45 @@ std::string experts_problem(const model::Config& c, const model::LayerWeights& L
     return "";
 }
 
-// A matrix's rows, packed.
+// One expert matrix as a slot holds it: the rows packed (quantized: their values, then the
+// scales [rows][groups]); a quantized slot is rounded up to 16 bytes, so every slot starts
+// where the shader's 16-byte loads may read it.
+std::size_t slot_bytes(const model::Matrix& m) {
+    if (!model::is_quantized(m.dtype)) return m.bytes();
+    return (m.bytes() + 15) / 16 * 16;
+}
+
 void pack(const model::Matrix& m, std::vector<std::byte>& out) {
-    const std::size_t row = model::dtype_bytes(m.dtype, m.cols);
-    out.resize(row * static_cast<std::size_t>(m.rows));
+    out.assign(slot_bytes(m), std::byte{0});
+    if (!model::is_quantized(m.dtype)) {
+        const std::size_t row = model::dtype_bytes(m.dtype, m.cols);
+        for (std::int64_t r = 0; r < m.rows; ++r) std::memcpy(out.data() + r * row, m.row(r), row);
+        return;
+    }
+    const std::size_t row = model::dtype_bytes(m.dtype, m.row_stride), data = row * static_cast<std::size_t>(m.rows);
     for (std::int64_t r = 0; r < m.rows; ++r) std::memcpy(out.data() + r * row, m.row(r), row);
+    for (std::int64_t r = 0; r < m.rows; ++r)
+        std::memcpy(out.data() + data + static_cast<std::size_t>(r * m.scale_stride) * 4, m.row_scales(r),
+                    static_cast<std::size_t>(m.scale_stride) * 4);
+}
+
+// The integer shader's view of one quantized matrix (its row geometry; slot_words the slot).
+MoeIntPush int_push(const model::Matrix& m) {
+    MoeIntPush p{};
+    p.O = u32(m.rows);
+    p.blocks = u32(m.row_stride / quant::kBlock);
+    p.groups = u32(m.scale_stride);
+    p.gblocks = u32(m.group / quant::kBlock);
+    p.slot_words = u32(static_cast<std::int64_t>(slot_bytes(m) / 4));
+    return p;
 }
 
 }  // namespace
 
 struct ExpertTier::Bank {
+    model::DType dtype = model::DType::F32;  // F32, BF16, I8 or Q4
     bool bf16 = false;
+    MoeIntPush gate_int{}, down_int{};       // I8/Q4: the matrices' geometry for moe_gemv_int
     std::int64_t inter = 0, hidden = 0;
     std::uint64_t gate_bytes = 0, down_bytes = 0;  // one slot's matrix (gate and up alike)
     struct Chunk {
@@ -66,14 +107,16 @@ ExpertTier::ExpertTier(Context& ctx, const Ops& ops, const model::Model& model, 
     if (sparse.empty()) return;
     const auto& w = model.weights;
     for (int i : sparse) {
-        const std::string why = experts_problem(c_, w.layers[i]);
+        const std::string why = experts_problem(model, ops, w.layers[i]);
         if (!why.empty()) {
             std::fprintf(stderr, "[vulkan] routed experts stay on the host: %s\n", why.c_str());
             return;
         }
     }
-    const auto& f0 = w.layers[sparse[0]].experts[0];
-    const std::uint64_t per = f0.gate.bytes() + f0.up.bytes() + f0.down.bytes();
+    // One expert's matrices, for their geometry (every expert of every layer has the same).
+    if (model.experts) record_ = experts::aligned_buffer(static_cast<std::size_t>(model.experts->record_bytes()));
+    const model::Ffn f0 = expert(sparse[0], 0);
+    const std::uint64_t per = slot_bytes(f0.gate) + slot_bytes(f0.up) + slot_bytes(f0.down);
     const std::uint64_t E = static_cast<std::uint64_t>(c_.experts);
     // Every expert if the budget holds them all, else the same share of slots a layer.
     std::uint64_t slots = o.slots > 0 ? std::min<std::uint64_t>(static_cast<std::uint64_t>(o.slots), E)
@@ -91,11 +134,16 @@ ExpertTier::ExpertTier(Context& ctx, const Ops& ops, const model::Model& model, 
     for (int i : sparse) {
         const auto& L = w.layers[i];
         auto b = std::make_unique<Bank>();
-        b->bf16 = f0.gate.dtype == model::DType::BF16;
+        b->dtype = f0.gate.dtype;
+        b->bf16 = b->dtype == model::DType::BF16;
+        if (model::is_quantized(b->dtype)) {
+            b->gate_int = int_push(f0.gate);
+            b->down_int = int_push(f0.down);
+        }
         b->inter = f0.gate.rows;
         b->hidden = f0.gate.cols;
-        b->gate_bytes = f0.gate.bytes();
-        b->down_bytes = f0.down.bytes();
+        b->gate_bytes = slot_bytes(f0.gate);
+        b->down_bytes = slot_bytes(f0.down);
         b->capacity = u32(static_cast<std::int64_t>(slots));
         b->per_chunk = u32(static_cast<std::int64_t>(std::max<std::uint64_t>(1, range / std::max(b->gate_bytes, b->down_bytes))));
         for (std::uint32_t first = 0; first < b->capacity; first += b->per_chunk) {
@@ -185,10 +233,61 @@ std::vector<int> ExpertTier::hottest(int layer) const {
 const Buffer& ExpertTier::bias(int layer) const { return *banks_[layer]->bias; }
 float ExpertTier::route_scale(int layer) const { return banks_[layer]->scale; }
 
+model::Ffn ExpertTier::expert(int layer, int e) {
+    if (!model_.experts) return model_.weights.layers[layer].experts[static_cast<std::size_t>(e)];
+    model_.experts->read(layer, e, record_.get());  // thread-safe; one uploader at a time uses record_
+    return model_.experts->view(record_.get());
+}
+
+bool ExpertTier::quantized() const {
+    for (const auto& b : banks_)
+        if (b) return model::is_quantized(b->dtype);
+    return false;
+}
+
+std::size_t ExpertTier::act_row_bytes() const {
+    for (const auto& b : banks_)
+        if (b && model::is_quantized(b->dtype)) return 32u * std::max(b->gate_int.blocks, b->down_int.blocks);
+    return 0;
+}
+
+const char* ExpertTier::format() const {
+    for (const auto& b : banks_)
+        if (b) return b->dtype == model::DType::I8 ? "int8" : b->dtype == model::DType::Q4 ? "int4" : model::dtype_name(b->dtype);
+    return "";
+}
+
 void ExpertTier::record_pairs(Frame& f, int layer, std::uint32_t pairs, std::uint32_t x_div, const Buffer& h,
-                              const Binding& route_e, const Buffer& pg, const Buffer& pu, const Buffer& py) const {
+                              const Binding& route_e, const Buffer& pg, const Buffer& pu, const Buffer& py,
+                              const IntScratch& scratch) const {
     const Bank& b = *banks_[layer];
     const std::uint32_t I = u32(b.inter), D = u32(b.hidden);
+    if (model::is_quantized(b.dtype)) {
+        // The activations quantized on the device as the CPU's kernels quantize theirs, then
+        // the integer products (moe_gemv_int.comp): h's rows for gate and up, each pair's
+        // SwiGLU row for down.
+        const bool q4 = b.dtype == model::DType::Q4;
+        const Buffer &xq = *scratch.q, &xs = *scratch.scales;
+        ops_.qact(f, {pairs / x_div, D, b.gate_int.blocks, 0, D}, h, xq, xs);
+        f.barrier();
+        for (const auto& ch : b.chunks) {
+            MoeIntPush p = b.gate_int;
+            p.pairs = pairs, p.x_div = x_div, p.s_first = ch.first, p.s_count = ch.count;
+            ops_.moe_gemv_int(f, q4, p, *ch.gate, xq, xs, pg, route_e, *b.slot_table);
+            ops_.moe_gemv_int(f, q4, p, *ch.up, xq, xs, pu, route_e, *b.slot_table);
+        }
+        f.barrier();
+        ops_.ew(f, EwOp::Swiglu, pg, pu, pairs * I);
+        f.barrier();
+        ops_.qact(f, {pairs, I, b.down_int.blocks, 0, I}, pg, xq, xs);
+        f.barrier();
+        for (const auto& ch : b.chunks) {
+            MoeIntPush p = b.down_int;
+            p.pairs = pairs, p.x_div = 1, p.s_first = ch.first, p.s_count = ch.count;
+            ops_.moe_gemv_int(f, q4, p, *ch.down, xq, xs, py, route_e, *b.slot_table);
+        }
+        return;
+    }
     for (const auto& ch : b.chunks) {
         ops_.moe_gemv(f, b.bf16, {I, D, pairs, x_div, ch.first, ch.count}, *ch.gate, h, pg, route_e, *b.slot_table);
         ops_.moe_gemv(f, b.bf16, {I, D, pairs, x_div, ch.first, ch.count}, *ch.up, h, pu, route_e, *b.slot_table);
@@ -204,7 +303,7 @@ void ExpertTier::upload(const Job& j) {
     if (options_.fault_upload_at && ++attempts_ == options_.fault_upload_at)
         throw DeviceLost("an expert upload (fault hook)");
     Bank& b = *banks_[j.layer];
-    const model::Ffn& f = model_.weights.layers[j.layer].experts[static_cast<std::size_t>(j.expert)];
+    const model::Ffn f = expert(j.layer, j.expert);
     Bank::Chunk& ch = b.chunks[j.slot / b.per_chunk];
     const std::size_t local = j.slot - ch.first;
     std::vector<std::byte> packed;

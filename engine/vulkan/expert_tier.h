@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/experts/expert_store.h"
 #include "engine/experts/usage_history.h"
 #include "engine/model/weights.h"
 #include "engine/vulkan/buffer.h"
@@ -44,6 +45,12 @@ struct TierOptions {
     bool inline_uploads = false;     // tests: between steps on the calling thread, as without host-mapped memory
     // Fault hook (tests): the n-th upload fails as if the device were lost (0: never).
     std::uint64_t fault_upload_at = 0;
+};
+
+// Integer experts: each pair's activations quantized on the device (ExpertTier::act_row_bytes).
+struct IntScratch {
+    const Buffer* q = nullptr;       // [rows][act_row_bytes] int8
+    const Buffer* scales = nullptr;  // [rows][act_row_bytes / 32] f32
 };
 
 class ExpertTier {
@@ -76,10 +83,19 @@ public:
     const Buffer& bias(int layer) const;
     float route_scale(int layer) const;
 
+    // Integer experts (a converted model's int8/int4): the banks hold them as the container
+    // does (values, then scales); the shaders quantize the activations into scratch of
+    // act_row_bytes() bytes and act_row_bytes()/8 bytes of scales a row (pair).
+    bool quantized() const;
+    std::size_t act_row_bytes() const;  // 0 unless quantized
+    const char* format() const;         // "f32", "bf16", "int8", "int4"; "" without a bank
+
     // Records the routed projections of the pairs whose expert has a slot: y[q] =
-    // down(silu(gate(x)) ⊙ up(x)) with x = h[q / x_div]; others are left alone.
+    // down(silu(gate(x)) ⊙ up(x)) with x = h[q / x_div]; others are left alone. `scratch`
+    // holds `pairs` rows (quantized banks only).
     void record_pairs(Frame& f, int layer, std::uint32_t pairs, std::uint32_t x_div, const Buffer& h,
-                      const Binding& route_e, const Buffer& pg, const Buffer& pu, const Buffer& py) const;
+                      const Binding& route_e, const Buffer& pg, const Buffer& pu, const Buffer& py,
+                      const IntScratch& scratch = {}) const;
 
     // The experts a step's pairs used (the usage history) and its tokens.
     void note_routes(int layer, std::span<const std::uint32_t> experts);
@@ -105,6 +121,8 @@ private:
         int expert;
     };
     void upload(const Job& job);  // packs and writes one expert into its slot
+    // Expert e of `layer`: mapped, or read from experts.inkx into record_ (valid until the next call).
+    model::Ffn expert(int layer, int e);
     void worker();
     void write_slots(int layer);  // the bank's expert → slot table to the device
 
@@ -117,6 +135,7 @@ private:
     std::uint64_t bytes_ = 0;
     experts::UsageHistory history_;
     std::vector<int> history_slot_;  // model layer → history row
+    experts::AlignedBuffer record_;  // a converted model's record being uploaded
 
     bool threaded_ = false;  // every bank buffer host-mapped: uploads on the worker
     std::thread thread_;

@@ -23,7 +23,13 @@ Ops::Ops(Context& ctx)
       moe_f32_(std::make_unique<Kernel>(ctx, "moe_gemv", 5, sizeof(MoeGemvPush), std::vector<std::uint32_t>{0})),
       moe_bf16_(std::make_unique<Kernel>(ctx, "moe_gemv", 5, sizeof(MoeGemvPush), std::vector<std::uint32_t>{1})),
       join_(std::make_unique<Kernel>(ctx, "moe_join", 5, sizeof(JoinPush))),
-      kvstore_(std::make_unique<Kernel>(ctx, "kvstore", 2, sizeof(KvStorePush))) {}
+      kvstore_(std::make_unique<Kernel>(ctx, "kvstore", 2, sizeof(KvStorePush))) {
+    // The integer expert shaders round through double (shaderFloat64): without it there are none.
+    if (!ctx.info().float64) return;
+    qact_ = std::make_unique<Kernel>(ctx, "qact", 3, sizeof(QactPush));
+    moe_i8_ = std::make_unique<Kernel>(ctx, "moe_gemv_int", 6, sizeof(MoeIntPush), std::vector<std::uint32_t>{0});
+    moe_q4_ = std::make_unique<Kernel>(ctx, "moe_gemv_int", 6, sizeof(MoeIntPush), std::vector<std::uint32_t>{1});
+}
 
 Ops::~Ops() = default;
 
@@ -76,6 +82,17 @@ void Ops::moe_gemv(Frame& f, bool bf16, const MoeGemvPush& p, const Buffer& w, c
                    const Binding& route_e, const Buffer& slots) const {
     const Binding b[] = {{&w}, {&x}, {&y}, route_e, {&slots}};
     f.dispatch(bf16 ? *moe_bf16_ : *moe_f32_, b, &p, groups_for(p.O, 4), p.pairs);
+}
+
+void Ops::qact(Frame& f, const QactPush& p, const Buffer& x, const Buffer& q, const Buffer& scales) const {
+    const Binding b[] = {{&x}, {&q}, {&scales}};
+    f.dispatch(*qact_, b, &p, groups_for(static_cast<std::int64_t>(p.rows) * p.blocks, 64));  // a block an invocation
+}
+
+void Ops::moe_gemv_int(Frame& f, bool int4, const MoeIntPush& p, const Buffer& w, const Buffer& xq, const Buffer& xs,
+                       const Buffer& y, const Binding& route_e, const Buffer& slots) const {
+    const Binding b[] = {{&w}, {&xq}, {&xs}, {&y}, route_e, {&slots}};
+    f.dispatch(int4 ? *moe_q4_ : *moe_i8_, b, &p, groups_for(p.O, 8), p.pairs);  // 8 rows a workgroup
 }
 
 void Ops::moe_join(Frame& f, const JoinPush& p, const Buffer& a, const Buffer& y, const Buffer& route_w,

@@ -78,6 +78,22 @@ struct MoeGemvPush {
     std::uint32_t s_first, s_count;
 };
 
+// qact.comp: `rows` rows of `cols` floats (x_off, x_stride) quantized to int8 blocks of 32
+// for integer weights, as quant::quantize_activations: q [rows][blocks·32] packed 4 a word,
+// scales [rows][blocks].
+struct QactPush {
+    std::uint32_t rows, cols, blocks, x_off, x_stride;
+};
+
+// moe_gemv_int.comp: moe_gemv over int8 (int4: true) expert slots, the activations from
+// qact.comp; each slot's rows then its scales, `slot_words` 32-bit words a slot.
+struct MoeIntPush {
+    std::uint32_t O, pairs, x_div;
+    std::uint32_t s_first, s_count;
+    std::uint32_t blocks, groups, gblocks;  // a weight row's blocks of 32, scales, blocks a scale
+    std::uint32_t slot_words;
+};
+
 // moe_join.comp: a = Σ_k w·y over each row's pairs + Σ_j sw·shared_j.
 struct JoinPush {
     std::uint32_t n, D, K, NS;
@@ -102,12 +118,18 @@ public:
                    const Buffer& route_w, const Buffer& shared_w) const;
     void moe_gemv(Frame& f, bool bf16, const MoeGemvPush& p, const Buffer& w, const Buffer& x, const Buffer& y,
                   const Binding& route_e, const Buffer& slots) const;
+    // Whether qact and moe_gemv_int exist (the device has shaderFloat64).
+    bool int_experts() const { return qact_ != nullptr; }
+    void qact(Frame& f, const QactPush& p, const Buffer& x, const Buffer& q, const Buffer& scales) const;
+    void moe_gemv_int(Frame& f, bool int4, const MoeIntPush& p, const Buffer& w, const Buffer& xq, const Buffer& xs,
+                      const Buffer& y, const Binding& route_e, const Buffer& slots) const;
     void moe_join(Frame& f, const JoinPush& p, const Buffer& a, const Buffer& y, const Buffer& route_w,
                   const Buffer& shared, const Buffer& shared_w) const;
 
 private:
     std::unique_ptr<Kernel> gemv_f32_, gemv_bf16_, rmsnorm_, ew_, sconv_, attn_;
     std::unique_ptr<Kernel> route_, moe_f32_, moe_bf16_, join_, kvstore_;
+    std::unique_ptr<Kernel> qact_, moe_i8_, moe_q4_;
 };
 
 }  // namespace inkling::vulkan

@@ -857,13 +857,7 @@ MoeShape random_moe(test_ops::Rand& r, std::string& name) {
     m.I = r.between(1, 600);
     if (r.between(0, 1)) m.I = (m.I + 7) / 8 * 8;  // half of them on the 16-byte path
     m.E = r.between(1, 40);
-    m.K = r.between(1, std::min<std::int64_t>(8, m.E));
-    m.R = r.between(1, 6);
-    m.down = r.between(0, 1) == 1;
-    m.slots = r.between(1, m.E);
-    m.per_chunk = r.between(1, m.slots);
-    const std::int64_t chunks = (m.slots + m.per_chunk - 1) / m.per_chunk;
-    m.skip = chunks > 1 && r.between(0, 2) == 0 ? r.between(0, chunks - 1) : -1;
+    test_ops::random_pairs(r, m, 8, 6);
     m.route_off = r.between(0, 1) == 1;
     name = std::string("random ") + (m.bf16 ? "bf16" : "f32") + (m.down ? " down" : " gate") + " O=" + str(m.O) +
            " I=" + str(m.I) + " R=" + str(m.R) + " K=" + str(m.K) + " E=" + str(m.E) + " slots=" + str(m.slots) +

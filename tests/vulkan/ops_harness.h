@@ -195,4 +195,18 @@ vulkan::Buffer input(vulkan::Context& ctx, const std::vector<T>& v) {
 
 inline std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
 
+// The pairs and slots of a random moe_gemv shape (E experts already drawn): K of at most
+// max_k, R rows of at most max_r, gate or down, the slots and their chunks, and now and
+// then a chunk left out.
+template <class Shape>
+void random_pairs(Rand& r, Shape& m, std::int64_t max_k, std::int64_t max_r) {
+    m.K = r.between(1, std::min<std::int64_t>(max_k, m.E));
+    m.R = r.between(1, max_r);
+    m.down = r.between(0, 1) == 1;
+    m.slots = r.between(1, m.E);
+    m.per_chunk = r.between(1, m.slots);
+    const std::int64_t chunks = (m.slots + m.per_chunk - 1) / m.per_chunk;
+    m.skip = chunks > 1 && r.between(0, 2) == 0 ? r.between(0, chunks - 1) : -1;
+}
+
 }  // namespace inkling::test_ops

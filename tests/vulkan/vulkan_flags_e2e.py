@@ -11,9 +11,10 @@ real driver (lavapipe in CI), each against the CPU run of the same model (--vulk
   - each decline (head dim > 256, bias rank > 64, conv > 9 taps, int8 dense matrices): an
     error naming the reason under --vulkan on, the CPU under auto; the same geometry at the
     limit (256, 64, 9) is taken by the chain and gives the CPU's tokens
-  - a converted model's expert cache under the chain (the big-model case): routed int8
-    experts streamed from experts.inkx through a RAM cache of 2 slots, the dense part on the
-    device, the tokens of the CPU run of the same container
+  - a converted model's int8 and int4 routed experts resident on the device (STATS: the
+    quantized bytes, the format, every pair on the device), the CPU run's tokens; with
+    --vk-experts off the big-model case: experts streamed from experts.inkx through a RAM
+    cache of 2 slots, the dense part on the device, the tokens of the CPU run
 
 usage: vulkan_flags_e2e.py BUILD_DIR"""
 import json
@@ -174,22 +175,35 @@ try:
                rc_off == 0 and rc == 0 and tokens == cpu_tokens and "[vulkan] ready:" in err,
                (rc, tokens, cpu_tokens, err[-300:]))
 
-    # -- the chain with a converted model's expert cache ----------------------------------------
-    conv = convert(MIXED, os.path.join(tmp, "mixed-int8"), "--experts", "int8")
+    # -- a converted model's int8/int4 experts on the device, and through the cache ----------
+    _, f32_st, _ = greedy(MIXED, "--vulkan", "on")
+    f32_bytes = dev(f32_st).get("expert_bytes", 0)
     cache = ("--cap", "2", "--pin-experts", "0", "--usage-file", "off")
-    cpu_tokens, cpu_st, _ = greedy(conv, "--vulkan", "off", *cache)
-    got, st, log = greedy(conv, "--vulkan", "on", *cache)
-    d, ec = dev(st), st.get("expert_cache", {})
-    report(f"converted model under the chain: the CPU run's tokens ({len(got)})",
-           got == cpu_tokens and len(got) == 12, (got, cpu_tokens))
-    report(f"converted model under the chain: dense layers on the device ({d.get('steps')} steps, "
-           f"{d.get('layers')} layers), routed pairs on the host ({d.get('host_pairs')}), none on the device",
-           d.get("mode") == "vulkan" and d.get("layers") == 5 and d.get("steps") == 12
-           and d.get("host_pairs", 0) > 0 and d.get("device_pairs") == 0 and d.get("expert_layers") == 0, d)
-    report(f"converted model under the chain: experts read from disk through the cache "
-           f"(cap {ec.get('cap')}, {ec.get('misses')} misses, {ec.get('bytes_read')} bytes)",
-           ec.get("cap") == 2 and ec.get("misses", 0) > 0 and ec.get("bytes_read", 0) > 0
-           and "stay on the host" in log and "[experts] expert cache: cap 2" in log, (ec, log[-500:]))
+    for fmt, ratio in (("int8", 2.5), ("int4", 4.5)):
+        conv = convert(MIXED, os.path.join(tmp, f"mixed-{fmt}"), "--experts", fmt)
+        cpu_tokens, _, _ = greedy(conv, "--vulkan", "off", *cache)
+        got, st, log = greedy(conv, "--vulkan", "on", *cache)
+        d = dev(st)
+        report(f"converted model, {fmt} experts resident on the device: the CPU run's tokens ({len(got)}), "
+               f"{d.get('device_pairs')} pairs on the device, none on the host",
+               got == cpu_tokens and len(got) == 12 and d.get("expert_layers") == 3 and d.get("host_pairs") == 0
+               and d.get("device_pairs", 0) > 0 and d.get("expert_format") == fmt, (got, cpu_tokens, d))
+        report(f"converted model, {fmt}: STATS expert_bytes is the quantized size "
+               f"({d.get('expert_bytes')} vs {f32_bytes} for the f32 experts, >= {ratio}x fewer)",
+               0 < d.get("expert_bytes", 0) and d.get("expert_bytes", 0) * ratio <= f32_bytes, (d, f32_bytes))
+        if fmt != "int8":
+            continue
+        # --vk-experts off: the big-model case, experts streamed from disk through the RAM cache.
+        got, st, log = greedy(conv, "--vulkan", "on", "--vk-experts", "off", *cache)
+        d, ec = dev(st), st.get("expert_cache", {})
+        report(f"converted model, --vk-experts off: dense layers on the device ({d.get('steps')} steps, "
+               f"{d.get('layers')} layers), routed pairs on the host ({d.get('host_pairs')}), the CPU's tokens",
+               got == cpu_tokens and d.get("mode") == "vulkan" and d.get("layers") == 5 and d.get("steps") == 12
+               and d.get("host_pairs", 0) > 0 and d.get("device_pairs") == 0 and d.get("expert_layers") == 0, d)
+        report(f"converted model, --vk-experts off: experts read from disk through the cache "
+               f"(cap {ec.get('cap')}, {ec.get('misses')} misses, {ec.get('bytes_read')} bytes)",
+               ec.get("cap") == 2 and ec.get("misses", 0) > 0 and ec.get("bytes_read", 0) > 0
+               and "[experts] expert cache: cap 2" in log, (ec, log[-500:]))
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
