@@ -13,6 +13,11 @@
 //   device memory is host-mapped, never stalling a step — and replace the coldest ones.
 //   A slot being filled is not used until its upload is done.
 //
+// Experts in f32 or bf16 (a mapped checkpoint) run through moe_gemv.comp; a converted
+// model's int8/int4 experts (read from experts.inkx) keep their container layout in the
+// slots, values then scales, and run through qact.comp + moe_gemv_int.comp, the CPU integer
+// kernels' arithmetic to the bit (docs/vulkan.md, "Quantized experts").
+//
 //   ExpertTier tier(ctx, ops, model, device_layers, budget_bytes, {});
 //   tier.between_steps();                         // no frame in flight
 //   if (tier.resident(i)) …  tier.record_pairs(frame, i, …);  tier.note_routes(i, experts);
