@@ -10,7 +10,8 @@
 # 3. decode and prefill on the mid-size model: CPU only, the chain with the routed experts
 #    on the host (--vk-experts off), the chain with every expert resident (the default),
 #    prompt steps only; with OLD=path/to/an/older/inkling, that binary's CPU and chain runs
-#    beside them (before/after figures from the same minutes).
+#    beside them (before/after figures from the same minutes),
+# 4. the mid model converted to int8 and int4 experts: CPU vs the chain, experts resident.
 set -uo pipefail
 bin="${1:?engine binary}"
 out="${2:-/tmp/vk-out}"
@@ -54,6 +55,16 @@ threads=$(nproc)
 "$bin" bench --model /tmp/mid --vulkan on --vk-experts off --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_vulkan_host_experts.json"
 "$bin" bench --model /tmp/mid --vulkan on --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_vulkan.json"
 "$bin" bench --model /tmp/mid --vulkan prompts --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_prompts.json"
+# 4. the mid model converted (int8 and int4 routed experts): CPU vs the chain with the
+#    quantized experts resident (docs/vulkan.md, "Quantized experts"), and the tokens of each.
+for fmt in int8 int4; do
+    "$bin" convert /tmp/mid "/tmp/mid-$fmt" --experts "$fmt" >/dev/null 2>&1
+    [[ -n "${SKIP_CPU:-}" ]] || "$bin" bench --model "/tmp/mid-$fmt" --vulkan off --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_${fmt}_cpu.json"
+    "$bin" bench --model "/tmp/mid-$fmt" --vulkan on --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_${fmt}_vulkan.json"
+    for v in off on; do
+        "$bin" run --model "/tmp/mid-$fmt" --ids 1,5,9,13,17,21 -n 32 --json --vulkan "$v" >"$out/mid_${fmt}_tokens_$v.json"
+    done
+done
 if [[ -n "${OLD:-}" ]]; then
     "$OLD" bench --model /tmp/mid --vulkan off --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/old_mid_cpu.json"
     "$OLD" bench --model /tmp/mid --vulkan on --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/old_mid_vulkan.json"
