@@ -339,6 +339,26 @@ awaitable<bool> Server::on_metrics(Call& call) {
               [&](const Model& m) { return number(m.engine.stats(), "device", "memory_used"); });
     per_model("inkling_device_memory_budget_bytes", "gauge", "Device memory budget.",
               [&](const Model& m) { return number(m.engine.stats(), "device", "memory_budget"); });
+    // The Vulkan chain's figures (docs/vulkan.md, STATS), as the engine's last STATS has them.
+    struct DeviceFigure {
+        const char *name, *type, *help, *field;
+    };
+    static constexpr DeviceFigure kDevice[] = {
+        {"inkling_device_expert_bytes", "gauge", "Device memory the routed experts' slots hold (the tier's share).",
+         "expert_bytes"},
+        {"inkling_device_expert_layers", "gauge", "MoE layers with every routed expert on the device (resident).",
+         "expert_layers"},
+        {"inkling_device_expert_pairs_total", "counter", "Routed (row, expert) pairs computed on the device.",
+         "device_pairs"},
+        {"inkling_host_expert_pairs_total", "counter", "Routed (row, expert) pairs the host computed beside the device.",
+         "host_pairs"},
+        {"inkling_device_steps_total", "counter", "Steps the device ran to their end.", "steps"},
+        {"inkling_device_frames_per_step", "gauge", "Device submits a step (a decode step: one token a session).",
+         "frames_per_step"},
+        {"inkling_device_waits_per_step", "gauge", "Host waits for the device a step.", "waits_per_step"},
+    };
+    for (const DeviceFigure& d : kDevice)
+        per_model(d.name, d.type, d.help, [&](const Model& m) { return number(m.engine.stats(), "device", d.field); });
     Response res{http::status::ok, call.req.version()};
     res.set(http::field::content_type, "text/plain; version=0.0.4");
     res.keep_alive(call.req.keep_alive());

@@ -169,8 +169,11 @@ run_suite vulkan-serve python3 "$root/tests/vulkan/serve_device_test.py" "$build
 run_suite engine-load-events python3 "$root/tests/serve/load_events.py" "$build"
 # Turn-boundary snapshots (#15 item 7): regenerate/edit/branch reuse the shared prefix exactly.
 run_suite engine-turn-reuse python3 "$root/tests/serve/turn_reuse_e2e.py" "$build"
-# --vulkan auto/prompts, --vk-device/-budget-mb/-layers, the declines, a converted model's cache.
+# --vulkan auto/prompts, --vk-device/-budget-mb/-layers, the declines, a converted model's
+# int8/int4 experts on the device and through the cache.
 run_suite vulkan-flags /usr/bin/python3 "$root/tests/vulkan/vulkan_flags_e2e.py" "$build"
+# The gateway's /metrics carries the device's STATS figures (#14 item 5).
+run_suite vulkan-gateway-metrics /usr/bin/python3 "$root/tests/vulkan/gateway_device_metrics_e2e.py" "$build"
 # inkling convert on every fixture layout, resume after a kill, refusals (docs/convert.md).
 run_suite convert-e2e "$root/tests/convert/convert_e2e.sh" "$build"
 # tools/audio-sidecar: only the audio tower, from a directory or by HTTP ranges, into a converted model.
