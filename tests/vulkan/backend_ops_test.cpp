@@ -1262,6 +1262,47 @@ void perf_attention(const test_ops::Device& dev) {
     }
 }
 
+// The routed experts at decode: 8 pairs (top-8 of one row), each its own expert of width
+// 2048 over hidden 4096 (gate/up) and back (down), bf16 against int8 and int4 (#14 item 3),
+// and the activation quantization the integer ones need first.
+void perf_moe(const test_ops::Device& dev) {
+    vulkan::Context& ctx = *dev.ctx;
+    const std::uint32_t P = 8, W = 2048;
+    std::vector<std::uint32_t> ids(P);
+    for (std::uint32_t q = 0; q < P; ++q) ids[q] = q;
+    const vulkan::Buffer Route = test_ops::input(ctx, ids), Slots = test_ops::input(ctx, ids);
+    const vulkan::Buffer X = zeros(ctx, std::size_t{P} * kD), Y = zeros(ctx, std::size_t{P} * kD),
+                         Xq = zeros(ctx, std::size_t{P} * kD / 4), Xs = zeros(ctx, std::size_t{P} * kD / 32);
+    for (auto [O, I, what] : {std::tuple{W, kD, "gate 2048x4096"}, std::tuple{kD, W, "down 4096x2048"}}) {
+        const std::size_t elems = std::size_t{O} * I;
+        if (dev.ops->int_experts()) {
+            const vulkan::QactPush qp{P, I, I / 32, 0, I};
+            const double us = us_per_dispatch(ctx, 50, [&](vulkan::Frame& f) { dev.ops->qact(f, qp, X, Xq, Xs); });
+            perf_line(std::string("qact 8 rows of ") + std::to_string(I), 4.0 * P * I + P * I + 4.0 * P * I / 32, us);
+        }
+        {
+            const vulkan::Buffer Wt = zeros(ctx, elems / 2 * P);
+            const vulkan::MoeGemvPush p{O, I, P, 1, 0, P};
+            const double us = us_per_dispatch(
+                ctx, 20, [&](vulkan::Frame& f) { dev.ops->moe_gemv(f, true, p, Wt, X, Y, {&Route}, Slots); });
+            perf_line(std::string("moe_gemv bf16 ") + what + ", 8 pairs", 2.0 * elems * P, us);
+        }
+        if (!dev.ops->int_experts()) continue;
+        for (bool int4 : {false, true}) {
+            const std::uint32_t blocks = I / 32, groups = int4 ? blocks : 1;
+            const std::size_t slot_bytes = (int4 ? elems / 2 : elems) + std::size_t{O} * groups * 4;
+            const vulkan::Buffer Wt = zeros(ctx, slot_bytes / 4 * P);
+            const vulkan::MoeIntPush p{O, P, 1, 0, P, blocks, groups, int4 ? 1u : blocks,
+                                       static_cast<std::uint32_t>(slot_bytes / 4)};
+            const double us = us_per_dispatch(ctx, 20, [&](vulkan::Frame& f) {
+                dev.ops->moe_gemv_int(f, int4, p, Wt, Xq, Xs, Y, {&Route}, Slots);
+            });
+            perf_line(std::string("moe_gemv_int ") + (int4 ? "int4 " : "int8 ") + what + ", 8 pairs",
+                      static_cast<double>(slot_bytes) * P, us);
+        }
+    }
+}
+
 void perf_copy(const test_ops::Device& dev) {
     vulkan::Context& ctx = *dev.ctx;
     const std::size_t range = ctx.info().max_storage_range & ~std::size_t{15};
@@ -1286,5 +1327,6 @@ TEST_CASE("backend-ops perf: µs per dispatch and GB/s at an 8B-class model's si
     perf_gemv(*dev);
     perf_norm_ew_conv(*dev);
     perf_attention(*dev);
+    perf_moe(*dev);
     perf_copy(*dev);
 }
