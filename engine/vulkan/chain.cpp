@@ -194,7 +194,7 @@ Chain::Chain(const model::Model& model, const ChainOptions& o) : model_(model), 
             to.slots = o.expert_slots;
             to.inline_uploads = o.inline_uploads;
             to.fault_upload_at = o.fault_upload_at;
-            tier_ = std::make_unique<ExpertTier>(*ctx_, *ops_, model, n_layers_, free - keep, to);
+            tier_ = std::make_unique<ExpertTier>(*ctx_, *ops_, model, n_layers_, free - keep, to, o.history);
             if (tier_->layers_with_bank() == 0) tier_.reset();
         }
     }

@@ -66,6 +66,9 @@ struct ChainOptions {
     bool inline_uploads = false;  // tests: the tier uploads between steps on the calling thread
     bool profile = false;         // time every command on the device (timestamps; benchmarks)
     std::uint64_t fault_upload_at = 0;  // fault hook (tests): the tier's n-th expert upload is a lost device
+    // The expert tier's first fill: each tier layer's hottest experts by this history (a
+    // converted model's usage file, through its expert cache); read only while the chain is made.
+    const experts::UsageHistory* history = nullptr;
     // Called after each layer's weights reach the device (done of total): load progress.
     std::function<void(std::uint64_t done, std::uint64_t total)> on_layer;
 };

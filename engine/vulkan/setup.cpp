@@ -49,6 +49,7 @@ std::unique_ptr<Chain> open_chain(const model::Model& model, const VulkanFlags& 
         o.expert_layers = parse_expert_layers(f.experts);
         o.profile = f.profile;
         o.on_layer = f.on_layer;
+        o.history = f.history;
         auto chain = std::make_unique<Chain>(model, o);
         std::fprintf(stderr,
                      "[vulkan] ready: %s (%s), %d of %d layers on the device%s, routed experts of %d MoE layers "

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <map>
+#include <vector>
 #include <memory>
 #include <string>
 
@@ -157,6 +158,35 @@ TEST_CASE("vulkan int experts: a tier of a few slots, eviction running, gives th
             CHECK(ch.tier()->counters().evictions > 0);
         }
     }
+}
+
+TEST_CASE("vulkan int experts: the tier starts from the usage history (a converted model's usage file)") {
+    auto model = model::load_model(converted("mixed-hf-f32", experts::Format::Int4));
+    const auto& c = model.config;
+    experts::UsageHistory h(model.experts->header().layers, c.experts);
+    for (std::size_t s = 0; s < h.layers().size(); ++s) {
+        h.add(static_cast<int>(s), 9, 50);
+        h.add(static_cast<int>(s), static_cast<int>(s) + 2, 20);
+        h.add(static_cast<int>(s), 0, 1);
+    }
+    vulkan::ChainOptions o;
+    o.expert_slots = 2;
+    o.inline_uploads = true;
+    o.history = &h;
+    auto chain = chain_or_skip(model, o);
+    if (!chain || !chain->device().float64) return;
+    for (std::size_t s = 0; s < h.layers().size(); ++s) {
+        const int layer = h.layers()[s];
+        CAPTURE(layer);
+        std::vector<int> want = {static_cast<int>(s) + 2, 9};
+        CHECK(chain->tier()->experts_in_slots(layer) == want);
+    }
+    CHECK(chain->tier()->counters().uploads == 0);  // the first fill is not counted as the tier's learning
+    cpu::ThreadPool pool(2);
+    forward::Forward cpu_fw(model, pool, cache_for(model)), dev_fw(model, pool, cache_for(model));
+    dev_fw.set_chain(std::move(chain));
+    const auto prompt = prompt_for(c, 11);
+    check_same(greedy(cpu_fw, c, prompt, 6), greedy(dev_fw, c, prompt, 6), kBound);
 }
 
 TEST_CASE("vulkan int experts: a device lost mid-step with int8 experts in the slots finishes on the CPU") {
