@@ -189,7 +189,7 @@ TEST_CASE("vulkan int experts: the tier starts from the usage history (a convert
     check_same(greedy(cpu_fw, c, prompt, 6), greedy(dev_fw, c, prompt, 6), kBound);
 }
 
-TEST_CASE("vulkan int experts: a device lost mid-step with int8 experts in the slots finishes on the CPU") {
+TEST_CASE("vulkan int experts: a device lost mid-step or during an upload with int8 experts finishes on the CPU") {
     auto model = model::load_model(converted("mixed-hf-f32", experts::Format::Int8));
     cpu::ThreadPool pool(2);
     forward::Forward cpu_fw(model, pool, cache_for(model));
@@ -206,4 +206,13 @@ TEST_CASE("vulkan int experts: a device lost mid-step with int8 experts in the s
     o.expert_slots = 3;
     o.inline_uploads = true;
     lost_device_runs(model, pool, o, prompt, 10, 6, want, {3, 20}, kBound);
+    // Lost during an int8 expert's upload (the second the tier makes, between two steps).
+    o.fault_upload_at = 2;
+    auto chain = chain_or_skip(model, o);
+    REQUIRE(chain);
+    forward::Forward dev_fw(model, pool, cache_for(model));
+    dev_fw.set_chain(std::move(chain));
+    check_same(want, greedy(dev_fw, model.config, prompt, 10, 6), kBound);
+    CHECK(dev_fw.chain() == nullptr);
+    CHECK(dev_fw.take_device_event().find("expert upload") != std::string::npos);
 }
