@@ -1,3 +1,4 @@
+#include "engine/cpu/thread_scratch.h"
 #include "engine/cpu/int_kernels.h"
 
 #include "engine/cpu/int_blocks.h"
@@ -474,8 +475,8 @@ void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::in
     if (multi && q4 && x.q4.empty()) throw std::runtime_error("int_product_rows: int4 weights need the q4 order");
     const bool unpack = !multi && q4 && a.rows >= kUnpackFromRows;
     const std::int8_t* xq = q4 && !unpack && k.q4_order ? x.q4.data() : a.q.data();
-    thread_local std::vector<float> sw_buf;
-    thread_local std::vector<std::int8_t> row_buf;
+    std::vector<float>& sw_buf = thread_scratch<float, struct sw_buf_scratch>();
+    std::vector<std::int8_t>& row_buf = thread_scratch<std::int8_t, struct row_buf_scratch>();
     // The weight scale of each block of row o: the row's scales as they are for groups of
     // 32, else expanded into `slot` of sw_buf.
     auto scales_of = [&](std::int64_t o, std::int64_t slot) {
@@ -493,7 +494,7 @@ void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::in
         const std::int64_t block = std::max<std::int64_t>(1, kWeightBlockBytes / std::max<std::int64_t>(1, row_bytes));
         if (w.group != kB && sw_buf.size() < static_cast<std::size_t>(block * a.blocks))
             sw_buf.resize(static_cast<std::size_t>(block * a.blocks));
-        thread_local std::vector<const float*> sws;
+        std::vector<const float*>& sws = thread_scratch<const float*, struct sws_scratch>();
         sws.resize(static_cast<std::size_t>(block));
         for (std::int64_t ob = begin; ob < end; ob += block) {
             const std::int64_t oe = std::min(end, ob + block);

@@ -1,3 +1,4 @@
+#include "engine/cpu/thread_scratch.h"
 #include "engine/cpu/kernels.h"
 
 #include "engine/cpu/bf16_matmul.h"
@@ -252,7 +253,7 @@ void product_rows(const MatJob& j, std::int64_t begin, std::int64_t end, const K
     if (xi) return int_product_rows(g_isa, w, *xi, begin, end, j.y);
     if (xb) return bf16_product_rows(g_isa, w, *xb, begin, end, j.y);
     const std::int64_t out = w.rows, in = w.cols;
-    thread_local std::vector<float> buf;
+    std::vector<float>& buf = thread_scratch<float, struct buf_scratch>();
     if (buf.size() < static_cast<std::size_t>(in)) buf.resize(static_cast<std::size_t>(in));
     for (std::int64_t o = begin; o < end; ++o) {
         const float* row = reinterpret_cast<const float*>(w.row(o));
@@ -290,9 +291,9 @@ void matmul_group(std::span<const MatJob> jobs, ThreadPool& pool) {
     // Integer weights: each job's activations quantized once, before the threads start;
     // jobs reading the same activations (q/k/v/r, gate/up) share one copy. Kept across
     // calls so a decode step does not allocate.
-    thread_local std::vector<IntActivations> quantized;
-    thread_local std::vector<const IntActivations*> per_job;
-    thread_local std::vector<std::size_t> slot;
+    std::vector<IntActivations>& quantized = thread_scratch<IntActivations, struct quantized_scratch>();
+    std::vector<const IntActivations*>& per_job = thread_scratch<const IntActivations*, struct per_job_scratch>();
+    std::vector<std::size_t>& slot = thread_scratch<std::size_t, struct slot_scratch>();
     slot.assign(jobs.size(), SIZE_MAX);
     std::size_t used = 0;
     for (std::size_t i = 0; i < jobs.size(); ++i) {
@@ -311,9 +312,9 @@ void matmul_group(std::span<const MatJob> jobs, ThreadPool& pool) {
     for (std::size_t i = 0; i < jobs.size(); ++i)
         if (slot[i] != SIZE_MAX) per_job[i] = &quantized[slot[i]];
     // bf16 weights: each job's activations packed once the same way (shared likewise).
-    thread_local std::vector<Bf16Activations> packed;
-    thread_local std::vector<const Bf16Activations*> per_job_bf16;
-    thread_local std::vector<std::size_t> slot_bf16;
+    std::vector<Bf16Activations>& packed = thread_scratch<Bf16Activations, struct packed_scratch>();
+    std::vector<const Bf16Activations*>& per_job_bf16 = thread_scratch<const Bf16Activations*, struct per_job_bf16_scratch>();
+    std::vector<std::size_t>& slot_bf16 = thread_scratch<std::size_t, struct slot_bf16_scratch>();
     slot_bf16.assign(jobs.size(), SIZE_MAX);
     std::size_t packed_used = 0;
     for (std::size_t i = 0; i < jobs.size(); ++i) {

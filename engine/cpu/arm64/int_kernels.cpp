@@ -2,6 +2,7 @@
 // exact however it is formed; the float part is int_kernels.h's pattern, 16 accumulators
 // acc[b % 16] in four q registers, 16 blocks a step, the blocks past the last whole step and
 // the final tree in plain C++ — the generic code's operations in the generic code's order.
+#include "engine/cpu/thread_scratch.h"
 #include "engine/cpu/arm64/int_kernels.h"
 
 #include <arm_neon.h>
@@ -38,7 +39,7 @@ float fold(const std::int32_t* isum, const IntBlocks& k) {
 
 // Scratch for the block sums of up to four outputs.
 std::int32_t* sums_buffer(std::int64_t blocks) {
-    thread_local std::vector<std::int32_t> buf;
+    std::vector<std::int32_t>& buf = thread_scratch<std::int32_t, struct buf_scratch>();
     if (buf.size() < static_cast<std::size_t>(4 * blocks)) buf.resize(static_cast<std::size_t>(4 * blocks));
     return buf.data();
 }

@@ -12,6 +12,7 @@
 // most kKc chunks stays in L1); accumulators cross chunk slices through a small buffer
 // (a zmm stored and reloaded is exact). With at most MR rows the weights stream from
 // memory once, prefetched.
+#include "engine/cpu/thread_scratch.h"
 #include "engine/cpu/x86/bf16_matmul.h"
 
 #include "engine/cpu/simd.h"
@@ -229,7 +230,7 @@ void rows_avx512(const Matrix& w, const Bf16Activations& x, std::int64_t begin, 
     const std::int64_t kc = std::max<std::int64_t>(1, kL1Bytes / (kMR * kChunk * xbytes));
     const std::int64_t nc =
         std::clamp<std::int64_t>(kL2Bytes / (w.cols * 2) / kNR * kNR, kNR, 64 * kNR);
-    thread_local std::vector<Lane16> part;
+    std::vector<Lane16>& part = thread_scratch<Lane16, struct part_scratch>();
     if (part.size() < static_cast<std::size_t>(kMR * nc)) part.resize(static_cast<std::size_t>(kMR * nc));
     for (std::int64_t jc = begin; jc < end; jc += nc) {
         const std::int64_t je = std::min(end, jc + nc);

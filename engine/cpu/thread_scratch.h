@@ -1,0 +1,26 @@
+// A thread's scratch vector for the kernels: grown as needed, kept for the thread's life,
+// so a decode step does not allocate. Each call site names its own Tag (two sites with the
+// same element type must not share a vector).
+//
+// On Windows the vector is allocated once a thread and never freed: a thread_local with a
+// destructor crashed, now and then, when a pool worker ended under mingw-w64's winpthreads
+// (seen under Wine: a read of address -1 inside ntdll at exit, after the output was
+// written; never with one thread). Pool threads live as long as the process there anyway.
+#pragma once
+
+#include <vector>
+
+namespace inkling::cpu {
+
+template <class T, class Tag>
+std::vector<T>& thread_scratch() {
+#ifdef _WIN32
+    thread_local std::vector<T>* scratch = new std::vector<T>();
+    return *scratch;
+#else
+    thread_local std::vector<T> scratch;
+    return scratch;
+#endif
+}
+
+}  // namespace inkling::cpu
