@@ -23,6 +23,8 @@ import threading
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOL = os.path.join(ROOT, "tools", "audio-sidecar", "audio_sidecar.py")
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from lib.safetensors_bytes import tensors_of as tensors  # noqa: E402
 
 failures = 0
 
@@ -31,15 +33,6 @@ def report(name, ok, detail=""):
     global failures
     print(f"{'PASS' if ok else 'FAIL'} {name}" + (f": {detail}" if detail and not ok else ""))
     failures += 0 if ok else 1
-
-
-def tensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    header.pop("__metadata__", None)
-    return {k: (v["dtype"], v["shape"], data[v["data_offsets"][0]:v["data_offsets"][1]]) for k, v in header.items()}
 
 
 class RangeHandler(http.server.BaseHTTPRequestHandler):

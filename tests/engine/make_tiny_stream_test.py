@@ -15,7 +15,6 @@
 import json
 import os
 import resource
-import struct
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,9 @@ MAKE_TINY = os.path.join(ROOT, "tools", "make-tiny", "make_tiny.py")
 sys.path.insert(0, os.path.dirname(MAKE_TINY))
 import make_tiny  # noqa: E402
 
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from lib.safetensors_bytes import tensors_of  # noqa: E402
+
 failures = 0
 
 
@@ -32,16 +34,6 @@ def report(name, ok, detail=""):
     global failures
     print(f"{'PASS' if ok else 'FAIL'} {name}" + (f": {detail}" if detail and not ok else ""))
     failures += 0 if ok else 1
-
-
-def tensors_of(path):
-    """{name: (dtype, shape, bytes)} of a safetensors file."""
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    header.pop("__metadata__", None)
-    return {k: (v["dtype"], v["shape"], data[v["data_offsets"][0]:v["data_offsets"][1]]) for k, v in header.items()}
 
 
 def written(outdir):
