@@ -11,20 +11,13 @@
 //   node anthropic_client.test.mjs --base URL [--api-key K]
 
 import Anthropic from '@anthropic-ai/sdk';
-import { config, Reporter, assert, assertEq, request, readSse, modelId, waitHealthy } from './lib.mjs';
+import { config, Reporter, assert, assertEq, request, readSse, readyModel } from './lib.mjs';
 
 const { base, apiKey } = config();
 const r = new Reporter('anthropic-client');
 const client = new Anthropic({ baseURL: base, apiKey: apiKey || 'no-key', maxRetries: 0, timeout: 60000 });
 
-let model;
-try {
-    await waitHealthy(base, 30000);
-    model = await modelId(base, apiKey);
-} catch (err) {
-    r.fail('anthropic/gateway-ready', err);
-    r.finish();
-}
+const model = await readyModel(r, 'anthropic/gateway-ready', base, apiKey, 30000);
 
 const question = [{ role: 'user', content: 'Write a few words about the sea.' }];
 const params = (extra = {}) => ({ model, max_tokens: 24, temperature: 0, messages: question, ...extra });

@@ -8,18 +8,11 @@
 
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { config, Reporter, assert, assertEq, request, waitHealthy, modelId } from './lib.mjs';
+import { config, Reporter, assert, assertEq, request, readyModel } from './lib.mjs';
 
 const { base, apiKey } = config();
 const r = new Reporter('cors');
-let model;
-try {
-    await waitHealthy(base, 60000);
-    model = await modelId(base, apiKey);
-} catch (err) {
-    r.fail('cors/ready', err);
-    r.finish();
-}
+const model = await readyModel(r, 'cors/ready', base, apiKey, 60000);
 
 // Header names the SDK put on its requests (lower-cased), per endpoint path.
 const sent = new Map();

@@ -12,7 +12,7 @@
 //                  off (default 40)
 
 import net from 'node:net';
-import { config, Reporter, request, authHeaders, sleep, waitHealthy, modelId } from './lib.mjs';
+import { config, Reporter, request, authHeaders, sleep, readyModel } from './lib.mjs';
 
 const { args, base, apiKey, host, port } = config();
 const r = new Reporter('http-corpus');
@@ -21,14 +21,7 @@ const slowLimitMs = 1000 * Number(args['slow-limit'] || 40);
 const CASE_TIMEOUT_MS = 15000;
 const hostHeader = `${host}:${port}`;
 
-let model = 'demo-model';
-try {
-    await waitHealthy(base, 30000);
-    model = await modelId(base, apiKey);
-} catch (err) {
-    r.fail('http-corpus/gateway-ready', err);
-    r.finish();
-}
+const model = await readyModel(r, 'http-corpus/gateway-ready', base, apiKey, 30000);
 
 // ---------------------------------------------------------------- raw exchange
 

@@ -122,6 +122,18 @@ export async function waitHealthy(base, timeoutMs = 60000) {
     throw new Error(`/health not 200 within ${timeoutMs} ms (last: ${last})`);
 }
 
+// The gateway's first model id once /health answers 200; when either fails within
+// timeoutMs the suite reports `name` as failed and ends there.
+export async function readyModel(r, name, base, apiKey, timeoutMs) {
+    try {
+        await waitHealthy(base, timeoutMs);
+        return await modelId(base, apiKey);
+    } catch (err) {
+        r.fail(name, err);
+        r.finish();
+    }
+}
+
 // Reads SSE events from a fetch Response (or a node:http IncomingMessage): returns
 // [{event, data}] until the stream closes. Throws when the stream breaks off with a network
 // error, or on invalid UTF-8. The parser is the web UI's (gateway/web/sse.mjs).

@@ -8,19 +8,12 @@
 //   node logprobs.test.mjs --base URL --api-key K
 
 import OpenAI from 'openai';
-import { config, Reporter, assert, assertEq, waitHealthy, modelId } from './lib.mjs';
+import { config, Reporter, assert, assertEq, readyModel } from './lib.mjs';
 
 const { base, apiKey } = config();
 const r = new Reporter('logprobs');
 const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: apiKey || 'no-key', maxRetries: 0, timeout: 120000 });
-let model;
-try {
-    await waitHealthy(base, 60000);
-    model = await modelId(base, apiKey);
-} catch (err) {
-    r.fail('logprobs/ready', err);
-    r.finish();
-}
+const model = await readyModel(r, 'logprobs/ready', base, apiKey, 60000);
 
 const question = 'Write a few words about the sea.';
 const chat = (extra = {}) => ({ model, messages: [{ role: 'user', content: question }], temperature: 0, max_tokens: 12,

@@ -15,20 +15,13 @@
 
 import http from 'node:http';
 import OpenAI from 'openai';
-import { config, Reporter, assert, assertEq, request, authHeaders, readSse, stats, modelId, waitHealthy, sleep } from './lib.mjs';
+import { config, Reporter, assert, assertEq, request, authHeaders, readSse, stats, waitHealthy, sleep, readyModel } from './lib.mjs';
 
 const { args, base, apiKey } = config();
 const r = new Reporter(args.faults ? 'openai-faults' : 'openai-client');
 const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: apiKey || 'no-key', maxRetries: 0, timeout: 60000 });
 
-let model;
-try {
-    await waitHealthy(base, 30000);
-    model = await modelId(base, apiKey);
-} catch (err) {
-    r.fail('openai/gateway-ready', err);
-    r.finish();
-}
+const model = await readyModel(r, 'openai/gateway-ready', base, apiKey, 30000);
 
 const chatBody = (extra = {}) => ({ model, messages: [{ role: 'user', content: 'Write a few words about the sea.' }], temperature: 0, ...extra });
 

@@ -11,20 +11,13 @@ import Ajv from 'ajv';
 import OpenAI from 'openai';
 import { LengthFinishReasonError } from 'openai/error';
 import { jsonObjectPrefix } from './json_prefix.mjs';
-import { config, Reporter, assert, assertEq, waitHealthy, modelId } from './lib.mjs';
+import { config, Reporter, assert, assertEq, readyModel } from './lib.mjs';
 
 const { args, base, apiKey } = config();
 const r = new Reporter('structured');
 const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: apiKey || 'no-key', maxRetries: 0, timeout: 120000 });
 const seeds = Number(args.seeds || 50);
-let model;
-try {
-    await waitHealthy(base, 60000);
-    model = await modelId(base, apiKey);
-} catch (err) {
-    r.fail('structured/ready', err);
-    r.finish();
-}
+const model = await readyModel(r, 'structured/ready', base, apiKey, 60000);
 
 // Every string and array bounded, so each language is finite and 300 tokens always finish it:
 // an answer that ends by "length" here would be a failure of the grammar, not of the budget.

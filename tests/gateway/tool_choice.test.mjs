@@ -8,20 +8,13 @@
 
 import Ajv from 'ajv';
 import OpenAI from 'openai';
-import { config, Reporter, assert, assertEq, waitHealthy, modelId } from './lib.mjs';
+import { config, Reporter, assert, assertEq, readyModel } from './lib.mjs';
 
 const { args, base, apiKey } = config();
 const r = new Reporter('tool-choice');
 const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: apiKey || 'no-key', maxRetries: 0, timeout: 120000 });
 const seeds = Number(args.seeds || 50);
-let model;
-try {
-    await waitHealthy(base, 60000);
-    model = await modelId(base, apiKey);
-} catch (err) {
-    r.fail('tool-choice/ready', err);
-    r.finish();
-}
+const model = await readyModel(r, 'tool-choice/ready', base, apiKey, 60000);
 
 const weather = { type: 'object', additionalProperties: false, required: ['city', 'unit'],
     properties: { city: { type: 'string', maxLength: 16 }, unit: { type: 'string', enum: ['c', 'f'] },
