@@ -66,9 +66,13 @@ struct Chain::LayerBuffers {
 
 struct Chain::Mirror {
     std::uint64_t token = 0;
-    std::vector<std::int64_t> rows;                             // K/V rows per device layer
-    std::vector<std::unique_ptr<Buffer>> k, v;                  // per device layer
-    std::vector<std::array<std::unique_ptr<Buffer>, 4>> conv;   // host-visible
+    std::vector<std::int64_t> rows;             // K/V rows per device layer
+    std::vector<std::unique_ptr<Buffer>> k, v;  // per device layer
+    // The conv states (k, v, attention, MLP) of every device layer packed in one device
+    // buffer — the shaders' reads and writes stay in device memory, not across the bus —
+    // copied once a step into the host-visible twin the host reads them from.
+    std::unique_ptr<Buffer> conv, conv_host;
+    std::vector<std::array<std::uint32_t, 4>> conv_at;  // first float of each state
 };
 
 namespace {
@@ -198,18 +202,20 @@ Chain::Chain(const model::Model& model, const ChainOptions& o) : model_(model), 
             if (tier_->layers_with_bank() == 0) tier_.reset();
         }
     }
-    f1_ = std::make_unique<Frame>(*ctx_);
-    f2_ = std::make_unique<Frame>(*ctx_);
-    if (o.profile) {
-        f1_->set_profile(&profile_);
-        f2_->set_profile(&profile_);
+    for (auto& f : a1_) {
+        f = std::make_unique<Frame>(*ctx_);
+        if (o.profile) f->set_profile(&profile_);
     }
+    f2_ = std::make_unique<Frame>(*ctx_);
+    if (o.profile) f2_->set_profile(&profile_);
 }
 
 
 Chain::~Chain() {
     try {
         if (f2_) f2_->wait();
+        for (auto& f : a1_)
+            if (f) f->wait();
     } catch (...) {
     }
 }
@@ -232,8 +238,8 @@ void Chain::rmsnorm(Frame& f, const Buffer& x, std::uint32_t x_off, std::uint32_
 }
 
 void Chain::sconv(Frame& f, const Buffer& x, std::uint32_t x_off, std::uint32_t rows, std::uint32_t channels,
-                  const Buffer& w, const Buffer& state) {
-    ops_->sconv(f, {rows, channels, u32(c_.conv_kernel), x_off, 0}, x, w, state);
+                  const Buffer& w, const Mirror& m, int layer, int which) {
+    ops_->sconv(f, {rows, channels, u32(c_.conv_kernel), x_off, m.conv_at[layer][which]}, x, w, *m.conv);
 }
 
 void Chain::ensure_scratch(std::int64_t R) {
@@ -287,6 +293,7 @@ void Chain::ensure_scratch(std::int64_t R) {
         py_ = dev(P * D);
         route_stride_ = aligned(static_cast<std::size_t>(P) * 4);
         route_e_ = Buffer(*ctx_, route_stride_ * static_cast<std::size_t>(c_.layers), Buffer::Kind::Host);
+        route_e_dev_ = Buffer(*ctx_, route_e_.size(), Buffer::Kind::Device);
         route_w_ = dev(P);
         shared_wd_ = dev(n * NS);
         if (const std::size_t row = tier_->act_row_bytes(); row > 0) {
@@ -307,11 +314,16 @@ std::unique_ptr<Chain::Mirror> Chain::make_mirror(const forward::SessionState& s
         const std::size_t bytes = static_cast<std::size_t>(L.kv_heads * rows * L.head_dim) * 4;
         m->k.push_back(std::make_unique<Buffer>(*ctx_, bytes, Buffer::Kind::Device));
         m->v.push_back(std::make_unique<Buffer>(*ctx_, bytes, Buffer::Kind::Device));
-        std::array<std::unique_ptr<Buffer>, 4> conv;
-        for (int j = 0; j < 4; ++j)
-            conv[j] = std::make_unique<Buffer>(*ctx_, std::max<std::size_t>(4, L.conv[j].size() * 4), Buffer::Kind::Host);
-        m->conv.push_back(std::move(conv));
     }
+    std::uint32_t floats = 0;
+    for (int i = 0; i < n_layers_; ++i) {
+        std::array<std::uint32_t, 4> at{};
+        for (int j = 0; j < 4; ++j) at[j] = floats, floats += u32(s.layers[i].conv[j].size());
+        m->conv_at.push_back(at);
+    }
+    const std::size_t conv_bytes = std::max<std::size_t>(4, std::size_t{floats} * 4);
+    m->conv = std::make_unique<Buffer>(*ctx_, conv_bytes, Buffer::Kind::Device);
+    m->conv_host = std::make_unique<Buffer>(*ctx_, conv_bytes, Buffer::Kind::Host);
     return m;
 }
 
@@ -333,8 +345,11 @@ void Chain::upload(Mirror& m, const forward::SessionState& s) {
             m.k[i]->write(k.data(), k.size() * 4);
             m.v[i]->write(v.data(), v.size() * 4);
         }
-        for (int j = 0; j < 4; ++j) m.conv[i][j]->write(L.conv[j].data(), L.conv[j].size() * 4);
     }
+    auto* packed = static_cast<float*>(m.conv_host->data());
+    for (int i = 0; i < n_layers_; ++i)
+        for (int j = 0; j < 4; ++j) std::copy(s.layers[i].conv[j].begin(), s.layers[i].conv[j].end(), packed + m.conv_at[i][j]);
+    m.conv->write(packed, m.conv_host->size());
 }
 
 Chain::Mirror& Chain::mirror(forward::SessionState* s) {
@@ -383,6 +398,8 @@ void Chain::begin(std::span<const Span> spans, std::int64_t R, float* x) {
     R_ = R;
     pending_moe_ = -1;
     pending_tier_ = false;
+    add_pending_ = false;
+    a1_early_ = 0;
     for (const Span& sp : spans_) mirror(sp.state);
     x_.write(x, static_cast<std::size_t>(R * c_.hidden) * 4);
 }
@@ -409,10 +426,25 @@ void Chain::join_moe(Frame& f, int i) {
 void Chain::mlp_conv_add(Frame& f, int i) {
     const std::int64_t D = c_.hidden;
     for (const Span& sp : spans_)
-        sconv(f, a_, u32(sp.first * D), u32(sp.rows), u32(D), *layer_[i]->mlp_conv, *mirror(sp.state).conv[i][3]);
+        sconv(f, a_, u32(sp.first * D), u32(sp.rows), u32(D), *layer_[i]->mlp_conv, mirror(sp.state), i, 3);
     f.barrier();
-    ops_->ew(f, EwOp::Add, x_, a_, u32(R_ * D));
+    add_pending_ = true;  // x += a joins the next norm (norm_x) or the step's end (finish)
+}
+
+void Chain::norm_x(Frame& f, const Buffer& weight) {
+    const std::uint32_t D = u32(c_.hidden), R = u32(R_);
+    const NormPush p{R, D, 0, D, 0, D, 0, static_cast<float>(c_.eps), 0.0f};
+    if (add_pending_) ops_->add_rmsnorm(f, p, x_, a_, weight, h_);
+    else ops_->rmsnorm(f, p, x_, weight, h_);
+    add_pending_ = false;
     f.barrier();
+}
+
+void Chain::apply_add(Frame& f) {
+    if (!add_pending_) return;
+    ops_->ew(f, EwOp::Add, x_, a_, u32(R_ * c_.hidden));
+    f.barrier();
+    add_pending_ = false;
 }
 
 void Chain::attention(int i) {
@@ -428,18 +460,10 @@ void Chain::attention(int i) {
         for (const Span& sp : spans_)
             for (std::int64_t s = 0; s < sp.rows; ++s) tau[sp.first + s] = forward::attention_tau(c_, i, sp.pos0 + s);
     }
-    Frame& f = *f1_;
-    // A frame goes on across layers until the host needs a result (router logits, a split
-    // layer's queries, the end of the step), short of its descriptor sets.
-    if (f.recording() && f.dispatches() + 512 > Frame::max_dispatches) run_a1();
-    if (!f.recording()) {
-        f.begin();
-        f.barrier();  // after the previous frames (A2's shared experts among them)
-    }
+    Frame& f = open_a1();
     if (pending_moe_ >= 0) join_moe(f, pending_moe_), pending_moe_ = -1;
 
-    rmsnorm(f, x_, 0, u32(R), u32(D), *B.attn_norm, h_, 0);
-    f.barrier();
+    norm_x(f, *B.attn_norm);  // the last layer's x += a fused in
     gemv(f, *B.wq, h_, 0, u32(R), q_, 0, u32(H * hd));
     gemv(f, *B.wk, h_, 0, u32(R), kf_, 0, u32(kvd));
     gemv(f, *B.wv, h_, 0, u32(R), vf_, 0, u32(kvd));
@@ -447,8 +471,8 @@ void Chain::attention(int i) {
     f.barrier();
     for (const Span& sp : spans_) {
         Mirror& m = mirror(sp.state);
-        sconv(f, kf_, u32(sp.first * kvd), u32(sp.rows), u32(kvd), *B.k_conv, *m.conv[i][0]);
-        sconv(f, vf_, u32(sp.first * kvd), u32(sp.rows), u32(kvd), *B.v_conv, *m.conv[i][1]);
+        sconv(f, kf_, u32(sp.first * kvd), u32(sp.rows), u32(kvd), *B.k_conv, m, i, 0);
+        sconv(f, vf_, u32(sp.first * kvd), u32(sp.rows), u32(kvd), *B.v_conv, m, i, 1);
     }
     f.barrier();
     rmsnorm(f, q_, 0, u32(R * H), u32(hd), *B.q_norm, q_, 0);
@@ -489,6 +513,7 @@ void Chain::attention(int i) {
     const std::size_t kv_at = static_cast<std::size_t>(kv_stride_ * i);
     f.copy(kf_, 0, kv_down_, kv_at * 4, static_cast<std::size_t>(R * kvd) * 4);
     f.copy(vf_, 0, kv_down_, (kv_at + static_cast<std::size_t>(R * kvd)) * 4, static_cast<std::size_t>(R * kvd) * 4);
+    f.barrier();  // o_proj reads the attention's output
     gemv(f, *B.wo, ctx_rows_, 0, u32(R), a_, 0, u32(D));
     f.barrier();
     // The step's K/V rows into each mirror's ring (rows a ring would overwrite within the
@@ -500,15 +525,44 @@ void Chain::attention(int i) {
         ops_->kvstore(f, kp, vf_, *m.v[i]);
     }
     for (const Span& sp : spans_)
-        sconv(f, a_, u32(sp.first * D), u32(sp.rows), u32(D), *B.attn_conv, *mirror(sp.state).conv[i][2]);
+        sconv(f, a_, u32(sp.first * D), u32(sp.rows), u32(D), *B.attn_conv, mirror(sp.state), i, 2);
     f.barrier();
-    ops_->ew(f, EwOp::Add, x_, a_, u32(R * D));
-    f.barrier();
-    rmsnorm(f, x_, 0, u32(R), u32(D), *B.mlp_norm, h_, 0);
-    f.barrier();
+    add_pending_ = true;
+    norm_x(f, *B.mlp_norm);  // x += a, h = the post-attention norm of x
 }
 
-void Chain::run_a1() { run_frame(*f1_); }
+void Chain::run_a1() { run_frame(a1()); }
+
+Frame& Chain::open_a1() {
+    // A frame goes on across layers until the host needs a result (router logits, a split
+    // layer's queries, the end of the step), short of its descriptor sets. Past
+    // submit_dispatches it is submitted without a wait and the next frame of the ring goes
+    // on: the device starts on the first layers while the host records the rest. At most
+    // ring − 1 such submits a step, so a step never waits for its own earlier frames (a
+    // frame of the step before is done: that step's last wait came after it).
+    Frame* f = &a1();
+    if (f->recording() && f->dispatches() + 512 > Frame::max_dispatches) {
+        run_a1();
+    } else if (f->recording() && options_.submit_dispatches > 0 && f->dispatches() >= options_.submit_dispatches &&
+               a1_early_ + 1 < a1_.size()) {
+        submit_frame(*f);
+        ++a1_early_;
+        a1_at_ = (a1_at_ + 1) % a1_.size();
+        f = &a1();
+        if (f->running()) {
+            // The ring came round to a frame still running (begin() would wait for it).
+            const auto t = Clock::now();
+            f->wait();
+            step_wait_s_ += since(t);
+            ++stats_.waits;
+        }
+    }
+    if (!f->recording()) {
+        f->begin();
+        f->barrier();  // after the previous frames (A2's shared experts among them)
+    }
+    return *f;
+}
 
 void Chain::submit_frame(Frame& f) {
     stats_.dispatches += f.dispatches();
@@ -527,7 +581,7 @@ void Chain::run_frame(Frame& f) {
 
 void Chain::router(int i, float* h_host, float* logits_host) {
     const std::int64_t D = c_.hidden, R = R_, E = c_.experts + c_.shared_experts;
-    Frame& f = *f1_;
+    Frame& f = a1();
     gemv(f, *layer_[i]->router, h_, 0, u32(R), logits_, 0, u32(E));
     f.copy(h_, 0, h_down_, 0, static_cast<std::size_t>(R * D) * 4);
     run_a1();
@@ -538,7 +592,7 @@ void Chain::router(int i, float* h_host, float* logits_host) {
 void Chain::dense_mlp(int i) {
     const LayerBuffers& B = *layer_[i];
     const std::int64_t D = c_.hidden, R = R_, I = c_.dense_inter;
-    Frame& f = *f1_;
+    Frame& f = a1();
     gemv(f, *B.gate, h_, 0, u32(R), g_, 0, u32(I));
     gemv(f, *B.up, h_, 0, u32(R), u_, 0, u32(I));
     f.barrier();
@@ -558,8 +612,10 @@ bool Chain::moe_resident(int i) {
     const LayerBuffers& B = *layer_[i];
     const std::int64_t D = c_.hidden, R = R_, K = c_.top_k, P = R * K, NS = c_.shared_experts;
     const std::int64_t E = c_.experts + NS;
-    const Binding route_e{&route_e_, route_stride_ * static_cast<std::size_t>(i), route_stride_};
-    Frame& f = *f1_;
+    // The routes stay in device memory through the layer (the pairs' gemvs read them);
+    // finish() copies them to route_e_ for the host's usage counts.
+    const Binding route_e{&route_e_dev_, route_stride_ * static_cast<std::size_t>(i), route_stride_};
+    Frame& f = a1();
     // Router logits and top-k on the device: pairs (row, k) in increasing expert id.
     gemv(f, *B.router, h_, 0, u32(R), route_logits_, 0, u32(E));
     f.barrier();
@@ -672,12 +728,27 @@ void Chain::finish(const std::vector<std::int64_t>& out_rows, float* logits, flo
     const bool with_head = logits != nullptr;
     const std::size_t out_bytes = static_cast<std::size_t>(with_head ? n_out * c_.unpadded_vocab : R * D) * 4;
     if (out_.size() < out_bytes) out_ = Buffer(*ctx_, out_bytes, Buffer::Kind::Host);
-    Frame& f = *f1_;
+    Frame& f = a1();
     if (!f.recording()) {
         f.begin();
         f.barrier();
     }
     if (pending_moe_ >= 0) join_moe(f, pending_moe_), pending_moe_ = -1;
+    apply_add(f);
+    // The conv states to their host-visible twins (the step's last writes of them are
+    // behind the barrier above), beside the final norm and lm_head.
+    f.barrier();
+    for (const Span& sp : spans_) {
+        const Mirror& m = *mirrors_[sp.state];
+        f.copy(*m.conv, 0, *m.conv_host, 0, m.conv->size());
+    }
+    std::vector<VkBufferCopy> routes;
+    for (int i = 0; i < n_layers_; ++i)
+        if (resident(i)) {
+            const VkDeviceSize at = route_stride_ * static_cast<std::size_t>(i);
+            routes.push_back({at, at, static_cast<VkDeviceSize>(R * c_.top_k) * 4});
+        }
+    f.copy_regions(route_e_dev_, route_e_, routes);
     if (with_head) {
         for (std::int64_t s = 0; s < n_out; ++s)
             rmsnorm(f, x_, u32(out_rows[s] * D), 1, u32(D), *final_norm_, h_, u32(s * D),
@@ -718,7 +789,8 @@ void Chain::finish(const std::vector<std::int64_t>& out_rows, float* logits, flo
                     std::copy_n(vd + (src * KV + g) * hd, hd, L.v.data() + (g * L.rows + row) * hd);
                 }
             }
-            for (int j = 0; j < 4; ++j) m.conv[i][j]->read(L.conv[j].data(), L.conv[j].size() * 4);
+            const auto* conv = static_cast<const float*>(m.conv_host->data());
+            for (int j = 0; j < 4; ++j) std::copy_n(conv + m.conv_at[i][j], L.conv[j].size(), L.conv[j].begin());
         }
         sp.state->device_token = m.token;
     }

@@ -22,6 +22,7 @@
 // and the next chain step uploads the whole state first.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -65,6 +66,10 @@ struct ChainOptions {
     int expert_slots = 0;  // slots a layer, forced (tests); 0: from the budget
     bool inline_uploads = false;  // tests: the tier uploads between steps on the calling thread
     bool profile = false;         // time every command on the device (timestamps; benchmarks)
+    // A step's frame is submitted (not waited for) once it holds this many dispatches, and
+    // recording goes on into the next: the device runs the first layers while the host
+    // records the rest. 0: one submit a step (as long as the host needs no result).
+    std::uint32_t submit_dispatches = 64;
     std::uint64_t fault_upload_at = 0;  // fault hook (tests): the tier's n-th expert upload is a lost device
     // The expert tier's first fill: each tier layer's hottest experts by this history (a
     // converted model's usage file, through its expert cache); read only while the chain is made.
@@ -149,10 +154,17 @@ private:
               const Buffer& y, std::uint32_t y_off, std::uint32_t y_stride);
     void rmsnorm(Frame& f, const Buffer& x, std::uint32_t x_off, std::uint32_t segments, std::uint32_t n,
                  const Buffer& w, const Buffer& out, std::uint32_t out_off, float scale = 0.0f);
+    // The short conv `which` (0 k, 1 v, 2 attention, 3 MLP) of `layer` over a span, its
+    // state in the mirror's packed buffer.
     void sconv(Frame& f, const Buffer& x, std::uint32_t x_off, std::uint32_t rows, std::uint32_t channels,
-               const Buffer& w, const Buffer& state);
-    // The rest of frame A1 after the MLP's output a_: its conv per span, x += a, barrier.
+               const Buffer& w, const Mirror& m, int layer, int which);
+    // The rest of frame A1 after the MLP's output a_: its conv per span, barrier; the
+    // residual add x += a is left pending for the next norm of x to fuse (norm_x) or the
+    // step's end (apply_add).
     void mlp_conv_add(Frame& f, int i);
+    void norm_x(Frame& f, const Buffer& weight);  // h = rmsnorm(x (+= a if pending)), barrier
+    void apply_add(Frame& f);                      // the pending x += a on its own
+    bool add_pending_ = false;
     // Runs frame A1 (run_frame: submits and waits, counting the wait).
     void run_a1();
     void run_frame(Frame& f);
@@ -190,13 +202,19 @@ private:
     // Resident layers' scratch: router logits, pairs' gate/up/outputs, routes per layer
     // (host-visible, read back at the end of the step), pair and shared weights.
     Buffer route_logits_, pg_, pu_, py_, route_e_, route_w_, shared_wd_;
+    Buffer route_e_dev_;  // resident layers' routes, written and read on the device
     Buffer y_host_;  // a tier layer's host pairs [R·K][D], copied into py_ before the join
     Buffer act_q_, act_s_;  // integer experts: each pair's activations quantized (IntScratch)
     std::vector<VkBufferCopy> host_pair_copies_;
     bool pending_tier_ = false;  // the pending MoE layer joins its pairs (moe_join)
     std::size_t tau_stride_ = 0, route_stride_ = 0;  // bytes between layers' slices
     std::vector<float> routed_host_;  // the host's routed sum of the pending MoE layer
-    std::unique_ptr<Frame> f1_, f2_;
+    // Frame A1's ring (open_a1: a step's frames submitted as they fill) and frame A2.
+    std::array<std::unique_ptr<Frame>, 4> a1_;
+    std::size_t a1_at_ = 0, a1_early_ = 0;  // the current frame; this step's early submits
+    Frame& a1() { return *a1_[a1_at_]; }
+    Frame& open_a1();  // the current A1 frame, begun, or the next one once this is full
+    std::unique_ptr<Frame> f2_;
     Frame::Profile profile_;
     std::vector<Span> spans_;
     std::int64_t R_ = 0;

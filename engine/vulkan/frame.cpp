@@ -190,6 +190,14 @@ void Frame::submit() {
     pending_ = true;
 }
 
+bool Frame::running() const {
+    if (!pending_) return false;
+    const VkResult r = vkGetFenceStatus(ctx_.device(), fence_);
+    if (r == VK_NOT_READY) return true;
+    ctx_.check(r, "vkGetFenceStatus");
+    return false;
+}
+
 void Frame::wait() {
     if (!pending_) return;
     pending_ = false;

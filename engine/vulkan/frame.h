@@ -47,6 +47,8 @@ public:
     void wait();  // throws DeviceLost
     void run() { submit(), wait(); }
     bool recording() const { return recording_; }
+    // Submitted and not finished on the device yet (a look at the fence, no wait).
+    bool running() const;
     std::uint32_t dispatches() const { return dispatches_; }  // since begin()
     std::uint32_t barriers() const { return barriers_; }      // since begin(), recorded
     static constexpr std::uint32_t max_dispatches = 4096;     // one frame's descriptor sets

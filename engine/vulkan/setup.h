@@ -22,6 +22,7 @@ struct VulkanFlags {
     std::uint64_t budget_mb = 0;
     std::string experts = "auto";  // --vk-experts: auto, off or a count of MoE layers
     bool profile = false;          // --vk-profile
+    std::uint32_t submit_dispatches = 64;  // --vk-submit-dispatches (ChainOptions)
     const experts::UsageHistory* history = nullptr;  // the expert cache's, seeding the tier (ChainOptions)
     // Called after each layer's weights reach the device (done of total): load progress.
     std::function<void(std::uint64_t done, std::uint64_t total)> on_layer;

@@ -20,31 +20,44 @@ using namespace chain_harness;
 
 TEST_CASE("vulkan resident experts: routing on the device matches the CPU, one wait a step") {
     // base: 2 shared experts, tau; ring: window 4, 1 shared; mixed: E=16 top-4; audio: ns=1.
-    for (const char* name : {"base-hf-f32", "base-release-bf16", "ring-hf-f32", "mixed-hf-f32", "audio-hf-f32"}) {
-        CAPTURE(name);
-        auto model = model::load_model(test_paths::fixtures() / name);
-        cpu::ThreadPool pool(2);
-        forward::Forward cpu_fw(model, pool), dev_fw(model, pool);
-        auto chain = chain_or_skip(model);
-        if (!chain) return;
-        REQUIRE(chain->full());
-        CHECK(chain->resident_layers() == sparse_layers(model.config));
-        CHECK(chain->expert_bytes() > 0);
-        dev_fw.set_chain(std::move(chain));
-        const auto prompt = prompt_for(model.config, 19);
-        const int decode = 12;
-        check_same(greedy(cpu_fw, model.config, prompt, decode), greedy(dev_fw, model.config, prompt, decode));
-        REQUIRE(dev_fw.chain() != nullptr);
-        const auto& st = dev_fw.chain()->stats();
-        // Every step ran on the device, each in one submit and one wait (no layer splits).
-        CHECK(st.steps == static_cast<std::uint64_t>(1 + decode));
-        CHECK(st.waits == st.steps);
-        CHECK(st.frames == st.steps);
-        CHECK(st.host_pairs == 0);
-        CHECK(st.device_pairs == static_cast<std::uint64_t>((19 + decode) * model.config.top_k * sparse_layers(model.config)));
-        // The device's routes reach the usage counts: the same experts as the CPU picked.
-        CHECK(dev_fw.expert_uses() == cpu_fw.expert_uses());
-    }
+    // submit_dispatches 0: one submit a step; 24: a step's frames submitted as they fill
+    // (every fixture's step records more than that), still one wait.
+    for (const std::uint32_t submit : {0u, 24u})
+        for (const char* name : {"base-hf-f32", "base-release-bf16", "ring-hf-f32", "mixed-hf-f32", "audio-hf-f32"}) {
+            CAPTURE(name);
+            CAPTURE(submit);
+            auto model = model::load_model(test_paths::fixtures() / name);
+            cpu::ThreadPool pool(2);
+            forward::Forward cpu_fw(model, pool), dev_fw(model, pool);
+            vulkan::ChainOptions o;
+            o.submit_dispatches = submit;
+            auto chain = chain_or_skip(model, o);
+            if (!chain) return;
+            REQUIRE(chain->full());
+            CHECK(chain->resident_layers() == sparse_layers(model.config));
+            CHECK(chain->expert_bytes() > 0);
+            dev_fw.set_chain(std::move(chain));
+            const auto prompt = prompt_for(model.config, 19);
+            const int decode = 12;
+            check_same(greedy(cpu_fw, model.config, prompt, decode), greedy(dev_fw, model.config, prompt, decode));
+            REQUIRE(dev_fw.chain() != nullptr);
+            const auto& st = dev_fw.chain()->stats();
+            // Every step ran on the device with one wait (no layer splits).
+            CHECK(st.steps == static_cast<std::uint64_t>(1 + decode));
+            CHECK(st.waits == st.steps);
+            if (submit == 0) {
+                CHECK(st.frames == st.steps);
+            } else {
+                // A new frame after each `submit` dispatches, at most 4 a step (the ring).
+                CHECK(st.frames > st.steps);
+                CHECK(st.frames <= std::min(st.steps + st.dispatches / submit, 4 * st.steps));
+            }
+            CHECK(st.host_pairs == 0);
+            CHECK(st.device_pairs ==
+                  static_cast<std::uint64_t>((19 + decode) * model.config.top_k * sparse_layers(model.config)));
+            // The device's routes reach the usage counts: the same experts as the CPU picked.
+            CHECK(dev_fw.expert_uses() == cpu_fw.expert_uses());
+        }
 }
 
 TEST_CASE("vulkan resident experts: some layers resident, the others routed on the host") {
