@@ -267,10 +267,15 @@ void Chain::ensure_scratch(std::int64_t R) {
     // storage-buffer offset alignment Vulkan allows.
     auto aligned = [](std::size_t b) { return (b + 255) / 256 * 256; };
     tau_stride_ = aligned(static_cast<std::size_t>(n) * 4);
-    tau_ = Buffer(*ctx_, tau_stride_ * static_cast<std::size_t>(c_.layers), Buffer::Kind::Host);
+    // tau: written by the host each layer, read by every attention workgroup — in device
+    // memory when the host can map it (ReBAR, lavapipe), else host-visible.
+    tau_ = Buffer(*ctx_, tau_stride_ * static_cast<std::size_t>(c_.layers), Buffer::Kind::Device);
+    if (!tau_.mapped()) tau_ = Buffer(*ctx_, tau_stride_ * static_cast<std::size_t>(c_.layers), Buffer::Kind::Host);
     g_ = dev(n * imax);
     u_ = dev(n * imax);
     shared_out_ = dev(NS * n * D);
+    sg_ = dev(NS * n * std::max<std::int64_t>(c_.moe_inter, 1));
+    su_ = dev(NS * n * std::max<std::int64_t>(c_.moe_inter, 1));
     routed_ = host(n * D);
     shared_w_ = host(n * NS);
     logits_ = host(n * std::max<std::int64_t>(E, 1));
@@ -616,14 +621,18 @@ bool Chain::moe_resident(int i) {
     // finish() copies them to route_e_ for the host's usage counts.
     const Binding route_e{&route_e_dev_, route_stride_ * static_cast<std::size_t>(i), route_stride_};
     Frame& f = a1();
-    // Router logits and top-k on the device: pairs (row, k) in increasing expert id.
+    // Router logits and top-k on the device: pairs (row, k) in increasing expert id. The
+    // shared experts go beside the routed ones stage by stage (they read h, as the router
+    // does): 5 barriers for the block instead of 8.
     gemv(f, *B.router, h_, 0, u32(R), route_logits_, 0, u32(E));
+    shared_gate_up(f, i);
     f.barrier();
     ops_->moe_route(f, {u32(R), u32(c_.experts), u32(NS), u32(K), tier_->route_scale(i)}, {&route_logits_},
                     tier_->bias(i), route_e, route_w_, shared_wd_);
+    shared_swiglu(f);
     f.barrier();
+    shared_down(f, i);
     tier_->record_pairs(f, i, u32(P), u32(K), h_, route_e, pg_, pu_, py_, {&act_q_, &act_s_});
-    shared_experts(f, i);
     f.barrier();
     ops_->moe_join(f, {u32(R * D), u32(D), u32(K), u32(NS)}, a_, py_, route_w_, shared_out_, shared_wd_);
     f.barrier();
@@ -633,18 +642,34 @@ bool Chain::moe_resident(int i) {
 }
 
 void Chain::shared_experts(Frame& f, int i) {
-    // Each shared expert's gate/up/SwiGLU/down over every row into its slice of shared_out.
+    shared_gate_up(f, i);
+    f.barrier();
+    shared_swiglu(f);
+    f.barrier();
+    shared_down(f, i);
+    f.barrier();
+}
+
+// Every shared expert at once, each in its own slice: gate and up of h into sg_/su_ j,
+// SwiGLU over all the slices in one dispatch, down into shared_out_ j.
+void Chain::shared_gate_up(Frame& f, int i) {
+    const LayerBuffers& B = *layer_[i];
+    const std::int64_t R = R_, I = c_.moe_inter;
+    for (std::int64_t j = 0; j < c_.shared_experts; ++j) {
+        gemv(f, *B.sg[j], h_, 0, u32(R), sg_, u32(j * R * I), u32(I));
+        gemv(f, *B.su[j], h_, 0, u32(R), su_, u32(j * R * I), u32(I));
+    }
+}
+
+void Chain::shared_swiglu(Frame& f) {
+    if (c_.shared_experts > 0) ops_->ew(f, EwOp::Swiglu, sg_, su_, u32(c_.shared_experts * R_ * c_.moe_inter));
+}
+
+void Chain::shared_down(Frame& f, int i) {
     const LayerBuffers& B = *layer_[i];
     const std::int64_t D = c_.hidden, R = R_, I = c_.moe_inter;
-    for (std::int64_t j = 0; j < c_.shared_experts; ++j) {
-        gemv(f, *B.sg[j], h_, 0, u32(R), g_, 0, u32(I));
-        gemv(f, *B.su[j], h_, 0, u32(R), u_, 0, u32(I));
-        f.barrier();
-        ops_->ew(f, EwOp::Swiglu, g_, u_, u32(R * I));
-        f.barrier();
-        gemv(f, *B.sd[j], g_, 0, u32(R), shared_out_, u32(j * R * D), u32(D));
-        f.barrier();
-    }
+    for (std::int64_t j = 0; j < c_.shared_experts; ++j)
+        gemv(f, *B.sd[j], sg_, u32(j * R * I), u32(R), shared_out_, u32(j * R * D), u32(D));
 }
 
 void Chain::moe_tier(int i, const forward::Routing& routing, const float* h, forward::HostExperts& host) {

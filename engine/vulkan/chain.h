@@ -172,7 +172,10 @@ private:
     // A tier layer's MoE block: the device's hits in frame A2, the host's misses
     // meanwhile; both join at the start of the next frame (join_moe).
     void moe_tier(int layer, const forward::Routing& routing, const float* h, forward::HostExperts& host);
-    void shared_experts(Frame& f, int layer);  // into shared_out_
+    void shared_experts(Frame& f, int layer);  // into shared_out_: the three stages below, barriers between
+    void shared_gate_up(Frame& f, int layer);
+    void shared_swiglu(Frame& f);
+    void shared_down(Frame& f, int layer);
     void finish(const std::vector<std::int64_t>& out_rows, float* logits, float* x);
     void join_moe(Frame& f, int i);  // the previous MoE layer's output into the residual
     Mirror& mirror(forward::SessionState* s);
@@ -198,6 +201,7 @@ private:
     std::int64_t scratch_rows_ = 0;
     std::int64_t kv_stride_ = 0;  // floats a layer takes in kv_down_ (K rows, then V rows)
     Buffer x_, h_, a_, q_, kf_, vf_, r_, ctx_rows_, tau_, g_, u_, shared_out_;
+    Buffer sg_, su_;  // the shared experts' gate/up rows, a slice each
     Buffer routed_, shared_w_, logits_, h_down_, kv_down_, out_, q_down_, r_down_, host_part_;
     // Resident layers' scratch: router logits, pairs' gate/up/outputs, routes per layer
     // (host-visible, read back at the end of the step), pair and shared weights.
