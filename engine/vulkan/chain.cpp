@@ -208,6 +208,9 @@ Chain::Chain(const model::Model& model, const ChainOptions& o) : model_(model), 
     }
     f2_ = std::make_unique<Frame>(*ctx_);
     if (o.profile) f2_->set_profile(&profile_);
+    std::uint32_t hd_max = 1;
+    for (int i = 0; i < c_.layers; ++i) hd_max = std::max(hd_max, u32(c_.layer_head_dim(i)));
+    part_stride_ = (Ops::attn_part_floats_max(hd_max) * 4 + 255) / 256 * 256;
 }
 
 
@@ -406,6 +409,8 @@ void Chain::begin(std::span<const Span> spans, std::int64_t R, float* x) {
     add_pending_ = false;
     a1_early_ = 0;
     for (const Span& sp : spans_) mirror(sp.state);
+    if (const std::size_t need = part_stride_ * spans_.size(); attn_part_.size() < need)
+        attn_part_ = Buffer(*ctx_, need, Buffer::Kind::Device);
     x_.write(x, static_cast<std::size_t>(R * c_.hidden) * 4);
 }
 
@@ -510,8 +515,11 @@ void Chain::attention(int i) {
         const AttnPush p{u32(sp.first), u32(sp.rows), u32(sp.pos0), u32(H), u32(KV), u32(hd), u32(c_.d_rel),
                          u32(c_.layer_extent(i)), local ? u32(c_.window) : 0u, u32(m.rows[i]), u32(lo[b]),
                          1.0f / static_cast<float>(hd)};
+        // Decode rows split their positions over many workgroups (Ops::attn_split), each
+        // span into its own range of partials (the spans' calls have no barrier between them).
+        const Binding part{&attn_part_, part_stride_ * b, part_stride_};
         ops_->relattn(f, p, {&q_, &kf_, &vf_, m.k[i].get(), m.v[i].get(), &r_, B.bank.get(), &ctx_rows_,
-                             {&tau_, tau_at, tau_stride_}, &host_part_});
+                             {&tau_, tau_at, tau_stride_}, &host_part_, part});
     }
     // The step's K/V rows down to the host's copy (into the mirrors after the barrier,
     // once the attention has read them).

@@ -202,6 +202,8 @@ private:
     std::int64_t kv_stride_ = 0;  // floats a layer takes in kv_down_ (K rows, then V rows)
     Buffer x_, h_, a_, q_, kf_, vf_, r_, ctx_rows_, tau_, g_, u_, shared_out_;
     Buffer sg_, su_;  // the shared experts' gate/up rows, a slice each
+    Buffer attn_part_;            // the split attention's partials, a range of part_stride_ bytes a span
+    std::size_t part_stride_ = 0;
     Buffer routed_, shared_w_, logits_, h_down_, kv_down_, out_, q_down_, r_down_, host_part_;
     // Resident layers' scratch: router logits, pairs' gate/up/outputs, routes per layer
     // (host-visible, read back at the end of the step), pair and shared weights.

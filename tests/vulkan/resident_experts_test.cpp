@@ -12,6 +12,7 @@
 #include "engine/forward/forward.h"
 #include "engine/vulkan/chain.h"
 #include "engine/vulkan/frame.h"
+#include "engine/vulkan/ops.h"
 #include "tests/engine/fixture_paths.h"
 #include "tests/vulkan/chain_harness.h"
 
@@ -58,6 +59,36 @@ TEST_CASE("vulkan resident experts: routing on the device matches the CPU, one w
             // The device's routes reach the usage counts: the same experts as the CPU picked.
             CHECK(dev_fw.expert_uses() == cpu_fw.expert_uses());
         }
+}
+
+TEST_CASE("vulkan resident experts: decode past 300 positions takes the split attention, the CPU's tokens") {
+    // Decode rows at positions 300..315: few (row, head) pairs over many positions, so each
+    // layer's attention splits its positions over several workgroups and merges them
+    // (Ops::attn_split); the prompt (300 rows, one chunk) stays on the one-workgroup kernel.
+    for (const char* name : {"base-hf-f32", "ring-hf-f32", "mixed-release-bf16"}) {
+        CAPTURE(name);
+        auto model = model::load_model(test_paths::fixtures() / name);
+        cpu::ThreadPool pool(2);
+        forward::Forward cpu_fw(model, pool), dev_fw(model, pool);
+        vulkan::ChainOptions o;
+        o.profile = true;  // the kernels the steps ran, by name
+        auto chain = chain_or_skip(model, o);
+        if (!chain) return;
+        dev_fw.set_chain(std::move(chain));
+        const auto prompt = prompt_for(model.config, 300);
+        vulkan::AttnPush decode{};
+        decode.rows = 1, decode.pos0 = 300, decode.H = static_cast<std::uint32_t>(model.config.heads);
+        decode.hd = static_cast<std::uint32_t>(model.config.head_dim);
+        REQUIRE(vulkan::Ops::attn_split(decode).chunks >= 2);  // the rule splits these rows
+        check_same(greedy(cpu_fw, model.config, prompt, 16), greedy(dev_fw, model.config, prompt, 16));
+        REQUIRE(dev_fw.chain() != nullptr);
+        CHECK(dev_fw.chain()->stats().steps == 17);
+        const auto* prof = dev_fw.chain()->profile();
+        if (!prof) continue;  // a device without timestamps
+        CHECK(prof->ns_and_count.count("relattn_split") == 1);
+        CHECK(prof->ns_and_count.count("relattn_merge") == 1);
+        CHECK(prof->ns_and_count.count("relattn") == 1);  // the prompt's step
+    }
 }
 
 TEST_CASE("vulkan resident experts: some layers resident, the others routed on the host") {
