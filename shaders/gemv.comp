@@ -23,6 +23,14 @@ layout(push_constant) uniform Push {
     uint y_off, y_stride;  // first float of y, floats between output rows of y
 } p;
 
+// One 16-byte load of weights against its activations.
+float term(uvec4 q, uint xi) {
+    if (FORMAT == 0) return dot(uintBitsToFloat(q), x4[xi]);
+    // bf16 pairs: the low half is the even element.
+    const vec4 lo = uintBitsToFloat(q << 16), hi = uintBitsToFloat(q & 0xffff0000u);
+    return dot(vec4(lo.x, hi.x, lo.y, hi.y), x4[xi]) + dot(vec4(lo.z, hi.z, lo.w, hi.w), x4[xi + 1]);
+}
+
 float weight(uint e) {
     if (FORMAT == 0) return uintBitsToFloat(w[e]);
     const uint word = w[e >> 1];
@@ -43,18 +51,20 @@ void main() {
             float acc = 0.0;
             const uint xb = p.x_off + s * p.x_stride;
             if (wide) {
-                const uint base = row / per;
-                for (uint c = lane; c < p.I / per; c += width) {
-                    const uvec4 q = w4[base + c];
-                    const uint xi = (xb + c * per) / 4u;
-                    if (FORMAT == 0) {
-                        acc += dot(uintBitsToFloat(q), x4[xi]);
-                    } else {
-                        // bf16 pairs: the low half is the even element.
-                        const vec4 lo = uintBitsToFloat(q << 16), hi = uintBitsToFloat(q & 0xffff0000u);
-                        acc += dot(vec4(lo.x, hi.x, lo.y, hi.y), x4[xi]) + dot(vec4(lo.z, hi.z, lo.w, hi.w), x4[xi + 1]);
-                    }
+                // Four loads in flight a lane before their sums (a decode row of a small
+                // matrix is a few loads a lane: latency, not bandwidth), added in the
+                // order of the one-load loop below, so the bits are the same.
+                const uint base = row / per, n = p.I / per;
+                uint c = lane;
+                for (; c + 3u * width < n; c += 4u * width) {
+                    const uvec4 q0 = w4[base + c], q1 = w4[base + c + width], q2 = w4[base + c + 2u * width],
+                                q3 = w4[base + c + 3u * width];
+                    acc += term(q0, (xb + c * per) / 4u);
+                    acc += term(q1, (xb + (c + width) * per) / 4u);
+                    acc += term(q2, (xb + (c + 2u * width) * per) / 4u);
+                    acc += term(q3, (xb + (c + 3u * width) * per) / 4u);
                 }
+                for (; c < n; c += width) acc += term(w4[base + c], (xb + c * per) / 4u);
             } else {
                 for (uint i = lane; i < p.I; i += width) acc += weight(row + i) * x[xb + i];
             }

@@ -22,6 +22,13 @@ layout(push_constant) uniform Push {
     uint s_first, s_count;
 } p;
 
+// One 16-byte load of weights against its activations.
+float term(uvec4 v, uint xi) {
+    if (FORMAT == 0) return dot(uintBitsToFloat(v), x4[xi]);
+    const vec4 lo = uintBitsToFloat(v << 16), hi = uintBitsToFloat(v & 0xffff0000u);
+    return dot(vec4(lo.x, hi.x, lo.y, hi.y), x4[xi]) + dot(vec4(lo.z, hi.z, lo.w, hi.w), x4[xi + 1]);
+}
+
 float weight(uint e) {
     if (FORMAT == 0) return uintBitsToFloat(w[e]);
     const uint word = w[e >> 1];
@@ -42,17 +49,18 @@ void main() {
         const uint row = ((s - p.s_first) * p.O + o) * p.I;
         float acc = 0.0;
         if (wide) {
-            const uint base = row / per;
-            for (uint c = lane; c < p.I / per; c += width) {
-                const uvec4 v = w4[base + c];
-                const uint xi = (xb + c * per) / 4u;
-                if (FORMAT == 0) {
-                    acc += dot(uintBitsToFloat(v), x4[xi]);
-                } else {
-                    const vec4 lo = uintBitsToFloat(v << 16), hi = uintBitsToFloat(v & 0xffff0000u);
-                    acc += dot(vec4(lo.x, hi.x, lo.y, hi.y), x4[xi]) + dot(vec4(lo.z, hi.z, lo.w, hi.w), x4[xi + 1]);
-                }
+            // Four loads in flight a lane, summed in the one-load loop's order (gemv.comp).
+            const uint base = row / per, n = p.I / per;
+            uint c = lane;
+            for (; c + 3u * width < n; c += 4u * width) {
+                const uvec4 v0 = w4[base + c], v1 = w4[base + c + width], v2 = w4[base + c + 2u * width],
+                            v3 = w4[base + c + 3u * width];
+                acc += term(v0, (xb + c * per) / 4u);
+                acc += term(v1, (xb + (c + width) * per) / 4u);
+                acc += term(v2, (xb + (c + 2u * width) * per) / 4u);
+                acc += term(v3, (xb + (c + 3u * width) * per) / 4u);
             }
+            for (; c < n; c += width) acc += term(w4[base + c], (xb + c * per) / 4u);
         } else {
             for (uint i = lane; i < p.I; i += width) acc += weight(row + i) * x[xb + i];
         }
