@@ -174,6 +174,14 @@ run_suite engine-turn-reuse python3 "$root/tests/serve/turn_reuse_e2e.py" "$buil
 run_suite vulkan-flags /usr/bin/python3 "$root/tests/vulkan/vulkan_flags_e2e.py" "$build"
 # The gateway's /metrics carries the device's STATS figures (#14 item 5).
 run_suite vulkan-gateway-metrics /usr/bin/python3 "$root/tests/vulkan/gateway_device_metrics_e2e.py" "$build"
+# The web UI's Device card over such a gateway in headless Chromium, against /metrics; the
+# CPU's "CPU only"; an older engine's missing figures as "—" (#14 item 5).
+if timed 600 "$log_dir/vulkan-gateway-web-ui-npm.log" "$root/tests/gateway/install.sh"; then
+    run_suite vulkan-gateway-web-ui node "$root/tests/gateway/web_device.test.mjs" --build "$build"
+else
+    echo "FAIL vulkan-gateway-web-ui: tests/gateway/install.sh failed; see $log_dir/vulkan-gateway-web-ui-npm.log"
+    failed=$((failed + 1))
+fi
 # inkling convert on every fixture layout, resume after a kill, refusals (docs/convert.md).
 run_suite convert-e2e "$root/tests/convert/convert_e2e.sh" "$build"
 # tools/audio-sidecar: only the audio tower, from a directory or by HTTP ranges, into a converted model.

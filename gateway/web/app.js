@@ -2,12 +2,15 @@
 // of sse.mjs, shared with the gateway's node tests, over the response's ReadableStream) and a
 // stats panel that polls /v1/stats once a second while the tab is visible. No framework and no
 // build step: an ES module (index.html loads it with type="module"); the gateway serves this
-// file, sse.mjs, index.html and style.css from its binary.
+// file, sse.mjs, format.mjs, device.mjs, index.html and style.css from its binary.
 //
 // Ids the black-box tests rely on (tests/gateway/web_ui.test.mjs): #prompt #send #stop
 // #reply (the latest assistant message; data-state = streaming|done|stopped|error)
-// #engine-state #throughput #expert-map (data-rows/data-cols once drawn) #rss.
+// #engine-state #throughput #expert-map (data-rows/data-cols once drawn) #rss; the Device
+// card's (device.mjs, tests/gateway/web_device.test.mjs) #device-mem #device-figures ….
 import { sseEvents } from './sse.mjs';
+import { fmt } from './format.mjs';
+import { deviceCard } from './device.mjs';
 
 (() => {
   const $ = (id) => document.getElementById(id);
@@ -259,24 +262,8 @@ import { sseEvents } from './sse.mjs';
 
   // ---------------------------------------------------------------- stats
 
-  const fmt = {
-    num(v, digits) { return typeof v === 'number' && Number.isFinite(v) ? v.toFixed(digits) : '—'; },
-    int(v) { return typeof v === 'number' && Number.isFinite(v) ? Math.round(v).toLocaleString('en-US') : '—'; },
-    bytes(v) {
-      if (typeof v !== 'number' || !Number.isFinite(v)) return '—';
-      const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-      let i = 0;
-      while (v >= 1024 && i < u.length - 1) { v /= 1024; i++; }
-      return v.toFixed(i ? 1 : 0) + ' ' + u[i];
-    },
-    secs(s) {
-      if (typeof s !== 'number' || !Number.isFinite(s)) return '—';
-      s = Math.floor(s);
-      const d = Math.floor(s / 86400), h = Math.floor(s % 86400 / 3600), m = Math.floor(s % 3600 / 60);
-      return (d ? d + 'd ' : '') + (d || h ? h + 'h ' : '') + (d || h || m ? m + 'm ' : '') + (s % 60) + 's';
-    },
-  };
   const set = (id, text) => { const el = $(id); if (el.textContent !== text) el.textContent = text; };
+  const renderDevice = deviceCard(document);
 
   function setState(state) {
     const el = $('engine-state');
@@ -300,18 +287,7 @@ import { sseEvents } from './sse.mjs';
     if (!modelId && info.model) set('model-id', info.model);
 
     set('rss', typeof es.rss_gb === 'number' ? es.rss_gb.toFixed(2) + ' GB' : '—');
-    const dev = es.device || info.device;
-    const meter = $('device-meter');
-    if (dev && typeof dev.memory_used === 'number' && typeof dev.memory_budget === 'number' && dev.memory_budget > 0) {
-      set('device-mem', (dev.name ? dev.name + ' · ' : '') + fmt.bytes(dev.memory_used) + ' / ' + fmt.bytes(dev.memory_budget) +
-        ' (' + (100 * dev.memory_used / dev.memory_budget).toFixed(0) + '%)' +
-        (typeof dev.layers === 'number' ? ' · ' + dev.layers + ' layers' : ''));
-      meter.hidden = false;
-      meter.value = Math.min(1, dev.memory_used / dev.memory_budget);
-    } else {
-      set('device-mem', 'CPU only');
-      meter.hidden = true;
-    }
+    renderDevice(es.device || info.device, es.experts && es.experts.rows, info.layers);
 
     set('decode-rate', fmt.num(es.decode_tok_s, 1) + ' tok/s');
     set('prefill-rate', fmt.num(es.prefill_tok_s, 1) + ' tok/s');

@@ -37,6 +37,9 @@ STATS → a STATS frame.
                           a long request would)
   --fake-die-on TEXT      a SUBMIT whose prompt contains TEXT kills the engine (SIGSEGV) before
                           its ACCEPT: a poison request
+  --fake-stats FILE       FILE holds the JSON object every STATS is answered with (and one sent
+                          after READY) instead of {"kind":"stats","active":0}: an older engine's
+                          figures, say
 
 The info STATS carries "fds": the descriptors it inherited, each with what it points at.
 """
@@ -159,6 +162,11 @@ def main():
     send(READY)
     payload_frame("STATS", json.dumps({"kind": "info", "model": "fake", "slots": 4, "vocab": 100, "tokenizer": True,
                                        "fds": {str(k): v for k, v in sorted(fds.items())}}))
+    stats = json.dumps({"kind": "stats", "active": 0})
+    if arg("--fake-stats") is not None:
+        with open(arg("--fake-stats"), encoding="utf-8") as f:
+            stats = json.dumps(json.load(f))
+        payload_frame("STATS", stats)
     if "--fake-bad-json" in sys.argv:
         payload_frame("STATS", json.dumps({"kind": "stats", "rss_gb": "lots", "expert_cache": {"hit_pct": "x"},
                                            "device": {"memory_used": [1], "memory_budget": None}}))
@@ -219,7 +227,7 @@ def main():
                 held.pop(f[1].decode(), None)
             send(f"ERROR {f[1].decode()} CANCELLED\n".encode())
         elif f[0] == b"STATS":
-            payload_frame("STATS", json.dumps({"kind": "stats", "active": 0}))
+            payload_frame("STATS", stats)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './browser.mjs';
 import { config, Reporter, assert, sleep } from './lib.mjs';
 
 const { args, base, apiKey } = config();
@@ -47,14 +47,7 @@ const watchdog = setTimeout(async () => {
 }, 240000);
 
 try {
-    context = await chromium.launchPersistentContext(userDataDir, {
-        executablePath,
-        headless: true,
-        timeout: 60000,
-        viewport: { width: 1280, height: 860 },
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-            '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    context = await launchChromium(executablePath, userDataDir, { width: 1280, height: 860 });
 } catch (err) {
     r.fail('web-ui/launch', err);
     await cleanup();
@@ -91,7 +84,8 @@ await r.check('web-ui/page-loads', async () => {
 });
 
 await r.check('web-ui/assets', async () => {
-    for (const [file, type] of [['/app.js', 'javascript'], ['/sse.mjs', 'javascript'], ['/style.css', 'text/css']]) {
+    for (const [file, type] of [['/app.js', 'javascript'], ['/sse.mjs', 'javascript'], ['/format.mjs', 'javascript'],
+        ['/device.mjs', 'javascript'], ['/style.css', 'text/css']]) {
         const res = await page.request.get(`${base}${file}`);
         assert(res.status() === 200, `GET ${file} answered ${res.status()}`);
         const ct = res.headers()['content-type'] || '';

@@ -3,7 +3,8 @@
 the trained demo model behind build/inkling-gateway with --engine-arg=--vulkan=on, one chat
 request, then /metrics carries, with the model label, what the engine's last STATS (as
 /v1/stats shows it) says under `device`: memory used and budget, the expert tier's bytes and
-resident layers, routed pairs on the device and on the host, steps, frames and waits a step.
+resident layers, the layers with slots, the slots and the tier's uploads and evictions, routed
+pairs on the device and on the host, steps, frames and waits a step.
 On the CPU (--vulkan off) none of those families is written.
 
 usage: gateway_device_metrics_e2e.py BUILD_DIR"""
@@ -29,6 +30,10 @@ FIGURES = {
     "inkling_device_memory_budget_bytes": "memory_budget",
     "inkling_device_expert_bytes": "expert_bytes",
     "inkling_device_expert_layers": "expert_layers",
+    "inkling_device_tier_layers": "tier_layers",
+    "inkling_device_tier_slots": "tier_slots",
+    "inkling_device_tier_uploads_total": "tier_uploads",
+    "inkling_device_tier_evictions_total": "tier_evictions",
     "inkling_device_expert_pairs_total": "device_pairs",
     "inkling_host_expert_pairs_total": "host_pairs",
     "inkling_device_steps_total": "steps",
