@@ -4,6 +4,9 @@
 // FORMAT (specialization constant 0): 0 f32 weights, 1 bf16 weights (two a uint, element
 // 2j in the low half). Weights start `w_off` elements into their buffer, rows `stride`
 // elements apart (a release checkpoint's gate/up rows are interleaved: stride 2·I).
+// swiglu 1: x is the gate, and each activation is silu(x)·u (u at x's offsets), computed as
+// ew.comp's SWIGLU computes it — the down projection reads the MLP's product without a
+// SwiGLU dispatch and a barrier before it.
 #version 450
 #extension GL_KHR_shader_subgroup_arithmetic : require
 
@@ -15,20 +18,32 @@ layout(std430, set = 0, binding = 0) readonly buffer W4 { uvec4 w4[]; };  // the
 layout(std430, set = 0, binding = 1) readonly buffer X { float x[]; };
 layout(std430, set = 0, binding = 1) readonly buffer X4 { vec4 x4[]; };  // the same, 16 B a load
 layout(std430, set = 0, binding = 2) writeonly buffer Y { float y[]; };
+layout(std430, set = 0, binding = 3) readonly buffer U { float u[]; };   // swiglu: the up rows
+layout(std430, set = 0, binding = 3) readonly buffer U4 { vec4 u4[]; };
 layout(push_constant) uniform Push {
     uint O, I, S;     // output rows, columns, activation rows
     uint stride;      // weight row stride, elements
     uint w_off;       // first weight element
     uint x_off, x_stride;  // first float of x, floats between activation rows
     uint y_off, y_stride;  // first float of y, floats between output rows of y
+    uint swiglu;
 } p;
+
+vec4 act4(uint xi) {
+    const vec4 g = x4[xi];
+    return p.swiglu != 0u ? g / (1.0 + exp(-g)) * u4[xi] : g;
+}
+float act(uint i) {
+    const float g = x[i];
+    return p.swiglu != 0u ? g / (1.0 + exp(-g)) * u[i] : g;
+}
 
 // One 16-byte load of weights against its activations.
 float term(uvec4 q, uint xi) {
-    if (FORMAT == 0) return dot(uintBitsToFloat(q), x4[xi]);
+    if (FORMAT == 0) return dot(uintBitsToFloat(q), act4(xi));
     // bf16 pairs: the low half is the even element.
     const vec4 lo = uintBitsToFloat(q << 16), hi = uintBitsToFloat(q & 0xffff0000u);
-    return dot(vec4(lo.x, hi.x, lo.y, hi.y), x4[xi]) + dot(vec4(lo.z, hi.z, lo.w, hi.w), x4[xi + 1]);
+    return dot(vec4(lo.x, hi.x, lo.y, hi.y), act4(xi)) + dot(vec4(lo.z, hi.z, lo.w, hi.w), act4(xi + 1));
 }
 
 float weight(uint e) {
@@ -66,7 +81,7 @@ void main() {
                 }
                 for (; c < n; c += width) acc += term(w4[base + c], (xb + c * per) / 4u);
             } else {
-                for (uint i = lane; i < p.I; i += width) acc += weight(row + i) * x[xb + i];
+                for (uint i = lane; i < p.I; i += width) acc += weight(row + i) * act(xb + i);
             }
             acc = subgroupAdd(acc);
             if (lane == 0) y[p.y_off + s * p.y_stride + o] = acc;

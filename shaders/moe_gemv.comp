@@ -4,6 +4,8 @@
 // whose expert sits in another chunk, or on the host (slot ~0), are left alone. One
 // subgroup an output row as in gemv.comp; the grid's y is the pair.
 // FORMAT (specialization constant 0): 0 f32, 1 bf16 weights (two a uint, even element low).
+// swiglu 1: x holds the pairs' gate rows and each activation is silu(x)·u (the up rows at the
+// same offsets), as ew.comp's SWIGLU — the down projection without a SwiGLU pass before it.
 #version 450
 #extension GL_KHR_shader_subgroup_arithmetic : require
 
@@ -17,16 +19,28 @@ layout(std430, set = 0, binding = 1) readonly buffer X4 { vec4 x4[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer Y { float y[]; };
 layout(std430, set = 0, binding = 3) readonly buffer Route { uint route[]; };  // [pairs]
 layout(std430, set = 0, binding = 4) readonly buffer Slots { uint slots[]; };  // [E]
+layout(std430, set = 0, binding = 5) readonly buffer U { float u[]; };         // swiglu: the up rows
+layout(std430, set = 0, binding = 5) readonly buffer U4 { vec4 u4[]; };
 layout(push_constant) uniform Push {
     uint O, I, pairs, x_div;
     uint s_first, s_count;
+    uint swiglu;
 } p;
+
+vec4 act4(uint xi) {
+    const vec4 g = x4[xi];
+    return p.swiglu != 0u ? g / (1.0 + exp(-g)) * u4[xi] : g;
+}
+float act(uint i) {
+    const float g = x[i];
+    return p.swiglu != 0u ? g / (1.0 + exp(-g)) * u[i] : g;
+}
 
 // One 16-byte load of weights against its activations.
 float term(uvec4 v, uint xi) {
-    if (FORMAT == 0) return dot(uintBitsToFloat(v), x4[xi]);
+    if (FORMAT == 0) return dot(uintBitsToFloat(v), act4(xi));
     const vec4 lo = uintBitsToFloat(v << 16), hi = uintBitsToFloat(v & 0xffff0000u);
-    return dot(vec4(lo.x, hi.x, lo.y, hi.y), x4[xi]) + dot(vec4(lo.z, hi.z, lo.w, hi.w), x4[xi + 1]);
+    return dot(vec4(lo.x, hi.x, lo.y, hi.y), act4(xi)) + dot(vec4(lo.z, hi.z, lo.w, hi.w), act4(xi + 1));
 }
 
 float weight(uint e) {
@@ -62,7 +76,7 @@ void main() {
             }
             for (; c < n; c += width) acc += term(w4[base + c], (xb + c * per) / 4u);
         } else {
-            for (uint i = lane; i < p.I; i += width) acc += weight(row + i) * x[xb + i];
+            for (uint i = lane; i < p.I; i += width) acc += weight(row + i) * act(xb + i);
         }
         acc = subgroupAdd(acc);
         if (lane == 0) y[q * p.O + o] = acc;

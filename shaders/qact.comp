@@ -7,6 +7,8 @@
 // Vulkan), so div_rn finds the correctly rounded quotient exactly: a candidate from a double
 // division, then of it and its two neighbours the one with the least |a − c·b|, computed
 // exactly in double (c·b has 48 bits; a − c·b spans under 53). So q and s are the host's bits.
+// swiglu 1: x holds gate rows and each value is silu(x)·u first (the up rows at x's offsets),
+// as ew.comp's SWIGLU computes it: the down projection's activations without a SwiGLU pass.
 #version 450
 #extension GL_ARB_gpu_shader_fp64 : enable
 
@@ -15,10 +17,17 @@ layout(local_size_x = 64) in;
 layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer Q { uint q[]; };   // [rows][blocks·8]: 4 int8 a word, low byte first
 layout(std430, set = 0, binding = 2) writeonly buffer S { float s[]; };  // [rows][blocks]
+layout(std430, set = 0, binding = 3) readonly buffer U { float u[]; };    // swiglu: the up rows
 layout(push_constant) uniform Push {
     uint rows, cols, blocks;  // blocks = padded cols / 32
     uint x_off, x_stride;     // first float of x, floats between its rows
+    uint swiglu;
 } p;
+
+float act(uint i) {
+    const float g = x[i];
+    return p.swiglu != 0u ? g / (1.0 + exp(-g)) * u[i] : g;
+}
 
 float next_toward(float f, float to) {
     if (f == to) return f;
@@ -55,14 +64,14 @@ void main() {
         const uint begin = b * 32u, n = begin < p.cols ? min(32u, p.cols - begin) : 0u;
         const uint xb = p.x_off + row * p.x_stride + begin;
         float m = 0.0;
-        for (uint i = 0; i < n; ++i) m = max(m, abs(x[xb + i]));
+        for (uint i = 0; i < n; ++i) m = max(m, abs(act(xb + i)));
         const float sc = m == 0.0 ? 0.0 : div_rn(m, 127.0);
         s[at] = sc;
         for (uint w = 0; w < 8u; ++w) {
             uint word = 0u;
             for (uint k = 0; k < 4u; ++k) {
                 const uint i = w * 4u + k;
-                const int v = (i < n && sc != 0.0) ? round_away(div_rn(x[xb + i], sc)) : 0;
+                const int v = (i < n && sc != 0.0) ? round_away(div_rn(act(xb + i), sc)) : 0;
                 word |= (uint(v) & 0xffu) << (8u * k);
             }
             q[at * 8u + w] = word;

@@ -60,10 +60,10 @@ nlohmann::json bench_device_kernels(int device, std::size_t mb) {
         const std::size_t wbytes = std::size_t{O} * I * (format == 0 ? 4 : 2);
         if (wbytes > ctx->info().max_storage_range) continue;
         vulkan::Buffer W(*ctx, wbytes, vulkan::Buffer::Kind::Device);
-        vulkan::Kernel gemv(*ctx, "gemv", 3, sizeof(vulkan::GemvPush), {format});
+        vulkan::Kernel gemv(*ctx, "gemv", 4, sizeof(vulkan::GemvPush), {format});
         const vulkan::GemvPush p{O, I, 1, I, 0, 0, I, 0, O};
         const double s = time_frames(*ctx, 20, [&](vulkan::Frame& f) {
-            const vulkan::Binding b[] = {{&W}, {&X}, {&Y}};
+            const vulkan::Binding b[] = {{&W}, {&X}, {&Y}, {&X}};  // the fourth: swiglu's, unused
             f.dispatch(gemv, b, &p, O / 4);
         });
         const double gb_s = static_cast<double>(wbytes) / s / 1e9;

@@ -228,10 +228,11 @@ bool Chain::full() const { return n_layers_ == c_.layers; }
 void Chain::forget_sessions() { mirrors_.clear(); }
 
 void Chain::gemv(Frame& f, const DeviceMatrix& m, const Buffer& x, std::uint32_t x_off, std::uint32_t rows,
-                 const Buffer& y, std::uint32_t y_off, std::uint32_t y_stride) {
+                 const Buffer& y, std::uint32_t y_off, std::uint32_t y_stride, const Buffer* up) {
     for (const auto& c : m.chunks)
         ops_->gemv(f, m.dtype == model::DType::BF16, *c.buffer, x, y,
-                   {u32(c.rows), u32(m.cols), rows, u32(m.cols), 0, x_off, u32(m.cols), y_off + u32(c.first), y_stride});
+                   {u32(c.rows), u32(m.cols), rows, u32(m.cols), 0, x_off, u32(m.cols), y_off + u32(c.first), y_stride},
+                   up);
 }
 
 void Chain::rmsnorm(Frame& f, const Buffer& x, std::uint32_t x_off, std::uint32_t segments, std::uint32_t n,
@@ -409,8 +410,16 @@ void Chain::begin(std::span<const Span> spans, std::int64_t R, float* x) {
     add_pending_ = false;
     a1_early_ = 0;
     for (const Span& sp : spans_) mirror(sp.state);
-    if (const std::size_t need = part_stride_ * spans_.size(); attn_part_.size() < need)
-        attn_part_ = Buffer(*ctx_, need, Buffer::Kind::Device);
+    if (const std::size_t need = part_stride_ * spans_.size(); attn_part_.size() < need && need != part_refused_) {
+        // The split attention's scratch; a budget too tight for it keeps every span on the
+        // one-workgroup kernel (the same results, slower decode).
+        attn_part_ = Buffer();
+        try {
+            attn_part_ = Buffer(*ctx_, need, Buffer::Kind::Device);
+        } catch (const OutOfBudget&) {
+            part_refused_ = need;  // not asked again for as many spans
+        }
+    }
     x_.write(x, static_cast<std::size_t>(R * c_.hidden) * 4);
 }
 
@@ -517,7 +526,9 @@ void Chain::attention(int i) {
                          1.0f / static_cast<float>(hd)};
         // Decode rows split their positions over many workgroups (Ops::attn_split), each
         // span into its own range of partials (the spans' calls have no barrier between them).
-        const Binding part{&attn_part_, part_stride_ * b, part_stride_};
+        const Binding part = attn_part_.size() >= part_stride_ * spans_.size()
+                                 ? Binding{&attn_part_, part_stride_ * b, part_stride_}
+                                 : Binding{nullptr};
         ops_->relattn(f, p, {&q_, &kf_, &vf_, m.k[i].get(), m.v[i].get(), &r_, B.bank.get(), &ctx_rows_,
                              {&tau_, tau_at, tau_stride_}, &host_part_, part});
     }
@@ -609,9 +620,7 @@ void Chain::dense_mlp(int i) {
     gemv(f, *B.gate, h_, 0, u32(R), g_, 0, u32(I));
     gemv(f, *B.up, h_, 0, u32(R), u_, 0, u32(I));
     f.barrier();
-    ops_->ew(f, EwOp::Swiglu, g_, u_, u32(R * I));
-    f.barrier();
-    gemv(f, *B.down, g_, 0, u32(R), a_, 0, u32(D));
+    gemv(f, *B.down, g_, 0, u32(R), a_, 0, u32(D), &u_);  // of silu(gate)·up
     f.barrier();
     if (B.dense_scale != 1.0f) {
         ops_->ew(f, EwOp::Scale, a_, a_, u32(R * D), B.dense_scale);
@@ -631,13 +640,12 @@ bool Chain::moe_resident(int i) {
     Frame& f = a1();
     // Router logits and top-k on the device: pairs (row, k) in increasing expert id. The
     // shared experts go beside the routed ones stage by stage (they read h, as the router
-    // does): 5 barriers for the block instead of 8.
+    // does), their SwiGLU inside their down projection, beside the pairs' gate/up.
     gemv(f, *B.router, h_, 0, u32(R), route_logits_, 0, u32(E));
     shared_gate_up(f, i);
     f.barrier();
     ops_->moe_route(f, {u32(R), u32(c_.experts), u32(NS), u32(K), tier_->route_scale(i)}, {&route_logits_},
                     tier_->bias(i), route_e, route_w_, shared_wd_);
-    shared_swiglu(f);
     f.barrier();
     shared_down(f, i);
     tier_->record_pairs(f, i, u32(P), u32(K), h_, route_e, pg_, pu_, py_, {&act_q_, &act_s_});
@@ -652,14 +660,12 @@ bool Chain::moe_resident(int i) {
 void Chain::shared_experts(Frame& f, int i) {
     shared_gate_up(f, i);
     f.barrier();
-    shared_swiglu(f);
-    f.barrier();
     shared_down(f, i);
     f.barrier();
 }
 
 // Every shared expert at once, each in its own slice: gate and up of h into sg_/su_ j,
-// SwiGLU over all the slices in one dispatch, down into shared_out_ j.
+// then down of silu(gate)·up (the SwiGLU inside the down projection) into shared_out_ j.
 void Chain::shared_gate_up(Frame& f, int i) {
     const LayerBuffers& B = *layer_[i];
     const std::int64_t R = R_, I = c_.moe_inter;
@@ -669,15 +675,11 @@ void Chain::shared_gate_up(Frame& f, int i) {
     }
 }
 
-void Chain::shared_swiglu(Frame& f) {
-    if (c_.shared_experts > 0) ops_->ew(f, EwOp::Swiglu, sg_, su_, u32(c_.shared_experts * R_ * c_.moe_inter));
-}
-
 void Chain::shared_down(Frame& f, int i) {
     const LayerBuffers& B = *layer_[i];
     const std::int64_t D = c_.hidden, R = R_, I = c_.moe_inter;
     for (std::int64_t j = 0; j < c_.shared_experts; ++j)
-        gemv(f, *B.sd[j], sg_, u32(j * R * I), u32(R), shared_out_, u32(j * R * D), u32(D));
+        gemv(f, *B.sd[j], sg_, u32(j * R * I), u32(R), shared_out_, u32(j * R * D), u32(D), &su_);
 }
 
 void Chain::moe_tier(int i, const forward::Routing& routing, const float* h, forward::HostExperts& host) {

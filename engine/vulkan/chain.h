@@ -150,8 +150,9 @@ private:
     struct DeviceMatrix;
     struct LayerBuffers;
     struct Mirror;
+    // y = m · x (with `up`: m · silu(x)·up, the MLP's down projection).
     void gemv(Frame& f, const DeviceMatrix& m, const Buffer& x, std::uint32_t x_off, std::uint32_t rows,
-              const Buffer& y, std::uint32_t y_off, std::uint32_t y_stride);
+              const Buffer& y, std::uint32_t y_off, std::uint32_t y_stride, const Buffer* up = nullptr);
     void rmsnorm(Frame& f, const Buffer& x, std::uint32_t x_off, std::uint32_t segments, std::uint32_t n,
                  const Buffer& w, const Buffer& out, std::uint32_t out_off, float scale = 0.0f);
     // The short conv `which` (0 k, 1 v, 2 attention, 3 MLP) of `layer` over a span, its
@@ -172,10 +173,9 @@ private:
     // A tier layer's MoE block: the device's hits in frame A2, the host's misses
     // meanwhile; both join at the start of the next frame (join_moe).
     void moe_tier(int layer, const forward::Routing& routing, const float* h, forward::HostExperts& host);
-    void shared_experts(Frame& f, int layer);  // into shared_out_: the three stages below, barriers between
+    void shared_experts(Frame& f, int layer);  // into shared_out_: the two stages below, a barrier between
     void shared_gate_up(Frame& f, int layer);
-    void shared_swiglu(Frame& f);
-    void shared_down(Frame& f, int layer);
+    void shared_down(Frame& f, int layer);  // of silu(gate)·up
     void finish(const std::vector<std::int64_t>& out_rows, float* logits, float* x);
     void join_moe(Frame& f, int i);  // the previous MoE layer's output into the residual
     Mirror& mirror(forward::SessionState* s);
@@ -203,7 +203,7 @@ private:
     Buffer x_, h_, a_, q_, kf_, vf_, r_, ctx_rows_, tau_, g_, u_, shared_out_;
     Buffer sg_, su_;  // the shared experts' gate/up rows, a slice each
     Buffer attn_part_;            // the split attention's partials, a range of part_stride_ bytes a span
-    std::size_t part_stride_ = 0;
+    std::size_t part_stride_ = 0, part_refused_ = 0;  // bytes a span; a size the budget refused
     Buffer routed_, shared_w_, logits_, h_down_, kv_down_, out_, q_down_, r_down_, host_part_;
     // Resident layers' scratch: router logits, pairs' gate/up/outputs, routes per layer
     // (host-visible, read back at the end of the step), pair and shared weights.

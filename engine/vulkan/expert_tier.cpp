@@ -265,7 +265,7 @@ void ExpertTier::record_pairs(Frame& f, int layer, std::uint32_t pairs, std::uin
     if (model::is_quantized(b.dtype)) {
         // The activations quantized on the device as the CPU's kernels quantize theirs, then
         // the integer products (moe_gemv_int.comp): h's rows for gate and up, each pair's
-        // SwiGLU row for down.
+        // SwiGLU row for down (computed inside its quantization).
         const bool q4 = b.dtype == model::DType::Q4;
         const Buffer &xq = *scratch.q, &xs = *scratch.scales;
         ops_.qact(f, {pairs / x_div, D, b.gate_int.blocks, 0, D}, h, xq, xs);
@@ -277,9 +277,7 @@ void ExpertTier::record_pairs(Frame& f, int layer, std::uint32_t pairs, std::uin
             ops_.moe_gemv_int(f, q4, p, *ch.up, xq, xs, pu, route_e, *b.slot_table);
         }
         f.barrier();
-        ops_.ew(f, EwOp::Swiglu, pg, pu, pairs * I);
-        f.barrier();
-        ops_.qact(f, {pairs, I, b.down_int.blocks, 0, I}, pg, xq, xs);
+        ops_.qact(f, {pairs, I, b.down_int.blocks, 0, I}, pg, xq, xs, &pu);  // of silu(gate)·up
         f.barrier();
         for (const auto& ch : b.chunks) {
             MoeIntPush p = b.down_int;
@@ -293,10 +291,8 @@ void ExpertTier::record_pairs(Frame& f, int layer, std::uint32_t pairs, std::uin
         ops_.moe_gemv(f, b.bf16, {I, D, pairs, x_div, ch.first, ch.count}, *ch.up, h, pu, route_e, *b.slot_table);
     }
     f.barrier();
-    ops_.ew(f, EwOp::Swiglu, pg, pu, pairs * I);
-    f.barrier();
-    for (const auto& ch : b.chunks)
-        ops_.moe_gemv(f, b.bf16, {D, I, pairs, 1, ch.first, ch.count}, *ch.down, pg, py, route_e, *b.slot_table);
+    for (const auto& ch : b.chunks)  // down of silu(gate)·up, the SwiGLU inside
+        ops_.moe_gemv(f, b.bf16, {D, I, pairs, 1, ch.first, ch.count}, *ch.down, pg, py, route_e, *b.slot_table, &pu);
 }
 
 void ExpertTier::upload(const Job& j) {

@@ -137,13 +137,13 @@ TEST_CASE("vulkan: gemv matches the CPU kernel (f32 and bf16, strided rows, seve
             vulkan::Buffer X(*ctx, x.size() * 4, vulkan::Buffer::Kind::Device);
             X.write(x.data(), x.size() * 4);
             vulkan::Buffer Y(*ctx, want.size() * 4, vulkan::Buffer::Kind::Device);
-            vulkan::Kernel gemv(*ctx, "gemv", 3, sizeof(vulkan::GemvPush), {static_cast<std::uint32_t>(format)});
+            vulkan::Kernel gemv(*ctx, "gemv", 4, sizeof(vulkan::GemvPush), {static_cast<std::uint32_t>(format)});
             vulkan::GemvPush push{static_cast<std::uint32_t>(O), static_cast<std::uint32_t>(I), static_cast<std::uint32_t>(S),
                           static_cast<std::uint32_t>(stride), static_cast<std::uint32_t>(I), 0,
                           static_cast<std::uint32_t>(I), 0, static_cast<std::uint32_t>(O)};
             vulkan::Frame f(*ctx);
             f.begin();
-            const vulkan::Binding b[] = {{&W}, {&X}, {&Y}};
+            const vulkan::Binding b[] = {{&W}, {&X}, {&Y}, {&X}};  // the fourth: swiglu's, unused
             f.dispatch(gemv, b, &push, 16);
             f.run();
             std::vector<float> got(want.size());

@@ -1,0 +1,177 @@
+// The SwiGLU fused into the ops that read the MLP's product (gemv, moe_gemv, qact with an
+// `up` buffer): the chain's down projections and the integer experts' activation
+// quantization no longer run ew's SWIGLU and a barrier first. The oracle is that two-step
+// path on the same device — ew.comp's SWIGLU into a buffer, then the plain op, each checked
+// against the CPU by the backend-ops suites — which the fused op must give bit for bit (the
+// same float expression, g / (1 + exp(−g)) · u, per element); and the CPU within the plain
+// op's bound, for gemv.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "engine/cpu/kernels.h"
+#include "engine/cpu/thread_pool.h"
+#include "engine/model/tensor.h"
+#include "tests/vulkan/ops_harness.h"
+
+using namespace inkling;
+using test_ops::u32;
+
+namespace {
+
+// bf16 of f32: its top half (exactly what the bits say, as the backend-ops suite makes them).
+std::uint16_t top_half(float v) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    return static_cast<std::uint16_t>(bits >> 16);
+}
+
+std::vector<float> read(const vulkan::Buffer& b, std::size_t n) {
+    std::vector<float> v(n);
+    b.read(v.data(), n * 4);
+    return v;
+}
+
+// Bit for bit, counting the elements that differ.
+std::size_t differing(const std::vector<float>& a, const std::vector<float>& b) {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) n += std::memcmp(&a[i], &b[i], 4) != 0;
+    return n;
+}
+
+// silu(g)·u on the device into a copy of g (ew.comp's SWIGLU): the two-step path's input.
+vulkan::Buffer device_swiglu(const test_ops::Device& dev, const std::vector<float>& g, const vulkan::Buffer& U) {
+    vulkan::Buffer out = test_ops::input(*dev.ctx, g);
+    vulkan::Frame f(*dev.ctx);
+    f.begin();
+    dev.ops->ew(f, vulkan::EwOp::Swiglu, out, U, u32(static_cast<std::int64_t>(g.size())));
+    f.run();
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("vulkan fused swiglu: gemv of silu(gate)·up equals ew's SWIGLU then gemv, and the CPU") {
+    auto* dev = test_ops::device();
+    if (!dev) return;
+    vulkan::Context& ctx = *dev->ctx;
+    struct Shape {
+        const char* name;
+        std::int64_t O, I, S, x_off;
+        bool bf16;
+    };
+    // wide (16-byte loads, four in flight), a tail of fewer loads than lanes, the scalar path
+    // (I not a multiple of 8), several rows at an offset.
+    for (const Shape s : {Shape{"bf16 1024x512, a decode row", 1024, 512, 1, 0, true},
+                          Shape{"f32 300x1000, 3 rows at offset 8", 300, 1000, 3, 8, false},
+                          Shape{"bf16 64x4104, 2 rows", 64, 4104, 2, 0, true},
+                          Shape{"f32 33x37 (the scalar path), 5 rows at offset 3", 33, 37, 5, 3, false}}) {
+        CAPTURE(s.name);
+        test_ops::Rand rnd(static_cast<std::uint32_t>(s.O * 31 + s.I));
+        const std::size_t n = static_cast<std::size_t>(s.x_off + s.S * s.I);
+        const std::vector<float> g = rnd.uniform(n, -4.0f, 4.0f), u = rnd.uniform(n, -2.0f, 2.0f);
+        std::vector<float> wf = rnd.uniform(static_cast<std::size_t>(s.O * s.I), -0.5f, 0.5f);
+        std::vector<std::uint16_t> wb(wf.size());
+        for (std::size_t i = 0; i < wf.size(); ++i) {
+            wb[i] = top_half(wf[i]);
+            if (s.bf16) wf[i] = model::bf16_to_f32(wb[i]);
+        }
+        const vulkan::Buffer W = s.bf16 ? test_ops::input(ctx, wb) : test_ops::input(ctx, wf);
+        const vulkan::Buffer G = test_ops::input(ctx, g), U = test_ops::input(ctx, u);
+        const vulkan::Buffer P = device_swiglu(*dev, g, U);
+        vulkan::Buffer Y1(ctx, static_cast<std::size_t>(s.S * s.O) * 4, vulkan::Buffer::Kind::Device),
+            Y2(ctx, static_cast<std::size_t>(s.S * s.O) * 4, vulkan::Buffer::Kind::Device);
+        const vulkan::GemvPush p{u32(s.O), u32(s.I), u32(s.S), u32(s.I), 0, u32(s.x_off), u32(s.I), 0, u32(s.O)};
+        vulkan::Frame f(ctx);
+        f.begin();
+        dev->ops->gemv(f, s.bf16, W, G, Y1, p, &U);
+        dev->ops->gemv(f, s.bf16, W, P, Y2, p);
+        f.run();
+        const auto fused = read(Y1, static_cast<std::size_t>(s.S * s.O)), two_step = read(Y2, fused.size());
+        CHECK(differing(fused, two_step) == 0);
+        // The CPU: the same product in f32 (std::exp), then cpu::matmul.
+        std::vector<float> act(static_cast<std::size_t>(s.S * s.I)), want(fused.size());
+        for (std::size_t i = 0; i < act.size(); ++i) {
+            const float x = g[static_cast<std::size_t>(s.x_off) + i];
+            act[i] = x / (1.0f + std::exp(-x)) * u[static_cast<std::size_t>(s.x_off) + i];
+        }
+        model::Matrix m;
+        m.dtype = s.bf16 ? model::DType::BF16 : model::DType::F32;
+        m.rows = s.O, m.cols = s.I, m.row_stride = s.I;
+        m.data = s.bf16 ? reinterpret_cast<const std::byte*>(wb.data()) : reinterpret_cast<const std::byte*>(wf.data());
+        cpu::ThreadPool pool(1);
+        cpu::matmul(act.data(), s.S, m, want.data(), pool);
+        double worst = 0;
+        for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(double(fused[i]) - want[i]));
+        CHECK(worst <= 1e-4 * std::sqrt(static_cast<double>(s.I)));
+    }
+}
+
+TEST_CASE("vulkan fused swiglu: moe_gemv of the pairs' silu(gate)·up equals ew's SWIGLU then moe_gemv") {
+    auto* dev = test_ops::device();
+    if (!dev) return;
+    vulkan::Context& ctx = *dev->ctx;
+    // 3 experts in slots, 5 pairs (one routed to an expert without a slot: left alone).
+    const std::uint32_t O = 96, I = 136, pairs = 5;  // experts 0..3
+    for (const bool bf16 : {false, true}) {
+        CAPTURE(bf16);
+        test_ops::Rand rnd(bf16 ? 7u : 8u);
+        const std::vector<float> g = rnd.uniform(std::size_t{pairs} * I, -4.0f, 4.0f),
+                                 u = rnd.uniform(std::size_t{pairs} * I, -2.0f, 2.0f);
+        const std::vector<float> wf = rnd.uniform(std::size_t{3} * O * I, -0.5f, 0.5f);
+        std::vector<std::uint16_t> wb(wf.size());
+        for (std::size_t i = 0; i < wf.size(); ++i) wb[i] = top_half(wf[i]);
+        const vulkan::Buffer W = bf16 ? test_ops::input(ctx, wb) : test_ops::input(ctx, wf);
+        const vulkan::Buffer G = test_ops::input(ctx, g), U = test_ops::input(ctx, u);
+        const vulkan::Buffer P = device_swiglu(*dev, g, U);
+        const vulkan::Buffer Route = test_ops::input(ctx, std::vector<std::uint32_t>{2, 0, 3, 1, 2});
+        const vulkan::Buffer Slots = test_ops::input(ctx, std::vector<std::uint32_t>{1, 0, 2, ~0u});
+        std::vector<float> sentinel(std::size_t{pairs} * O, test_ops::sentinel());
+        vulkan::Buffer Y1 = test_ops::input(ctx, sentinel), Y2 = test_ops::input(ctx, sentinel);
+        const vulkan::MoeGemvPush p{O, I, pairs, 1, 0, 3};
+        vulkan::Frame f(ctx);
+        f.begin();
+        dev->ops->moe_gemv(f, bf16, p, W, G, Y1, {&Route}, Slots, &U);
+        dev->ops->moe_gemv(f, bf16, p, W, P, Y2, {&Route}, Slots);
+        f.run();
+        const auto fused = read(Y1, sentinel.size()), two_step = read(Y2, sentinel.size());
+        CHECK(differing(fused, two_step) == 0);
+        // Pair 2's expert (3) has no slot: its row keeps the sentinel in both.
+        for (std::uint32_t o = 0; o < O; ++o) CHECK(test_ops::same_bits(fused[2 * O + o], test_ops::sentinel()));
+        CHECK(!test_ops::same_bits(fused[0], test_ops::sentinel()));
+    }
+}
+
+TEST_CASE("vulkan fused swiglu: qact of silu(gate)·up equals ew's SWIGLU then qact") {
+    auto* dev = test_ops::device();
+    if (!dev) return;
+    if (!dev->ops->int_experts()) {
+        MESSAGE("no shaderFloat64: no integer expert shaders");
+        return;
+    }
+    vulkan::Context& ctx = *dev->ctx;
+    // 4 rows of 200 (7 blocks of 32, the last padded) at offset 16 with a stride of 210; one
+    // block all zero.
+    const std::uint32_t rows = 4, cols = 200, blocks = 7, off = 16, stride = 210;
+    test_ops::Rand rnd(11);
+    std::vector<float> g = rnd.uniform(off + rows * stride, -4.0f, 4.0f), u = rnd.uniform(g.size(), -2.0f, 2.0f);
+    for (std::uint32_t i = 0; i < 32; ++i) g[off + stride + 64 + i] = 0.0f;  // silu(0)·u = 0
+    const vulkan::Buffer G = test_ops::input(ctx, g), U = test_ops::input(ctx, u);
+    const vulkan::Buffer P = device_swiglu(*dev, g, U);
+    const std::size_t qwords = std::size_t{rows} * blocks * 8, scales = std::size_t{rows} * blocks;
+    vulkan::Buffer Q1(ctx, qwords * 4, vulkan::Buffer::Kind::Device), Q2(ctx, qwords * 4, vulkan::Buffer::Kind::Device),
+        S1(ctx, scales * 4, vulkan::Buffer::Kind::Device), S2(ctx, scales * 4, vulkan::Buffer::Kind::Device);
+    const vulkan::QactPush p{rows, cols, blocks, off, stride};
+    vulkan::Frame f(ctx);
+    f.begin();
+    dev->ops->qact(f, p, G, Q1, S1, &U);
+    dev->ops->qact(f, p, P, Q2, S2);
+    f.run();
+    CHECK(differing(read(Q1, qwords), read(Q2, qwords)) == 0);
+    const auto s1 = read(S1, scales);
+    CHECK(differing(s1, read(S2, scales)) == 0);
+    CHECK(s1[blocks + 2] == 0.0f);  // the zero block
+    CHECK(s1[0] > 0.0f);
+}
