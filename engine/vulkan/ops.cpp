@@ -1,6 +1,8 @@
 #include "engine/vulkan/ops.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace inkling::vulkan {
@@ -8,6 +10,36 @@ namespace {
 
 std::uint32_t groups_for(std::int64_t n, std::int64_t per) {
     return static_cast<std::uint32_t>(std::clamp<std::int64_t>((n + per - 1) / per, 1, 65535));
+}
+
+// relattn's split path (docs/vulkan.md, "Decode attention"). relattn.comp gives each
+// (row, head) one workgroup that walks all of its positions, one lane a position: a decode
+// row's 8 to 32 heads are 8 to 32 workgroups on a GPU of 132 compute units, each lane
+// waiting on one load after another. The split makes up to kSplitGroups workgroups in all
+// (never more, so that a range of attn_part_floats_max holds any call of up to that many
+// rows × heads), with chunks of kMinChunk positions at least; the figures on the H200
+// (docs/vulkan.md) put the best chunking within 25 % of this rule's, 320 to 32768
+// positions, and the split ahead of relattn.comp up to a prefill of kSplitJobs rows × heads
+// (one chunk each: 2.3 against 9.9 ms for 128 rows × 32 heads at 4096), measured no further.
+constexpr std::uint64_t kSplitGroups = 1024, kMinChunk = 32, kSplitJobs = 4096;
+
+// relattn_split/merge's push constants: relattn's and the split.
+struct SplitPush {
+    AttnPush a;
+    std::uint32_t chunk, chunks;
+};
+
+// The bytes a binding spans (none without a buffer).
+std::size_t bytes_of(const Binding& b) {
+    if (!b.buffer) return 0;
+    return b.bytes != VK_WHOLE_SIZE ? b.bytes : b.buffer->size() - b.offset;
+}
+
+// Visible positions of the span's last row, the most of any of its rows.
+std::uint64_t visible(const AttnPush& p) {
+    const std::uint64_t pos = std::uint64_t{p.pos0} + p.rows - 1;
+    const std::uint64_t from = p.window > 0 && pos + 1 > p.window ? pos + 1 - p.window : 0;
+    return pos + 1 - std::max<std::uint64_t>(from, p.lo);
 }
 
 }  // namespace
@@ -24,6 +56,11 @@ Ops::Ops(Context& ctx)
       moe_bf16_(std::make_unique<Kernel>(ctx, "moe_gemv", 5, sizeof(MoeGemvPush), std::vector<std::uint32_t>{1})),
       join_(std::make_unique<Kernel>(ctx, "moe_join", 5, sizeof(JoinPush))),
       kvstore_(std::make_unique<Kernel>(ctx, "kvstore", 2, sizeof(KvStorePush))) {
+    for (std::uint32_t k = 0; k < 4; ++k) {
+        const std::vector<std::uint32_t> nu{1u << k};
+        attn_split_[k] = std::make_unique<Kernel>(ctx, "relattn_split", 9, sizeof(SplitPush), nu);
+        attn_merge_[k] = std::make_unique<Kernel>(ctx, "relattn_merge", 3, sizeof(SplitPush), nu);
+    }
     // The integer expert shaders round through double (shaderFloat64): without it there are none.
     if (!ctx.info().float64) return;
     qact_ = std::make_unique<Kernel>(ctx, "qact", 3, sizeof(QactPush));
@@ -62,9 +99,60 @@ void Ops::sconv(Frame& f, const ConvPush& p, const Buffer& x, const Buffer& w, c
 }
 
 void Ops::relattn(Frame& f, const AttnPush& p, const AttnBuffers& b) const {
-    const Binding bind[] = {{b.q}, {b.k_fresh}, {b.v_fresh}, {b.k_mirror}, {b.v_mirror},
-                            {b.r}, {b.bank},    {b.out},     b.tau,        {b.host_part}};
-    f.dispatch(*attn_, bind, &p, p.rows * p.H);
+    const AttnSplit s = attn_split(p);
+    relattn(f, p, b, s.chunks > 0 && attn_part_floats(p, s) * 4 <= bytes_of(b.part) ? s : AttnSplit{});
+}
+
+void Ops::relattn(Frame& f, const AttnPush& p, const AttnBuffers& b, const AttnSplit& s) const {
+    if (s.chunks == 0) {
+        const Binding bind[] = {{b.q}, {b.k_fresh}, {b.v_fresh}, {b.k_mirror}, {b.v_mirror},
+                                {b.r}, {b.bank},    {b.out},     b.tau,        {b.host_part}};
+        f.dispatch(*attn_, bind, &p, p.rows * p.H);
+        return;
+    }
+    if (!b.part.buffer) throw std::invalid_argument("relattn: a split over positions needs a partials buffer");
+    if (const std::size_t room = bytes_of(b.part); room < attn_part_floats(p, s) * 4)
+        throw std::invalid_argument("relattn: the partials range holds " + std::to_string(room / 4) +
+                                    " floats, the split needs " + std::to_string(attn_part_floats(p, s)));
+    if (s.chunks > 65535)
+        throw std::invalid_argument("relattn: " + std::to_string(s.chunks) + " chunks, past a grid's 65535");
+    if (p.hd == 0 || p.hd > 256 || p.d_rel > 64)
+        throw std::invalid_argument("relattn: the split takes head dims 1 to 256 and d_rel up to 64, not " +
+                                    std::to_string(p.hd) + " and " + std::to_string(p.d_rel));
+    std::uint32_t k = 0;  // the variant with 32·2^k ≥ hd dims a lane group
+    while ((32u << k) < p.hd) ++k;
+    const SplitPush sp{p, s.chunk, s.chunks};
+    const Binding split[] = {{b.q}, {b.k_fresh}, {b.v_fresh}, {b.k_mirror}, {b.v_mirror},
+                             {b.r}, {b.bank},    b.part,      b.tau};
+    f.dispatch(*attn_split_[k], split, &sp, p.rows * p.H, s.chunks);
+    f.barrier();
+    const Binding merge[] = {b.part, {b.host_part}, {b.out}};
+    f.dispatch(*attn_merge_[k], merge, &sp, p.rows * p.H);
+}
+
+AttnSplit Ops::attn_split(const AttnPush& p) {
+    const std::uint64_t jobs = std::uint64_t{p.rows} * p.H;
+    if (jobs == 0 || jobs > kSplitJobs || p.hd == 0 || p.hd > 256 || p.d_rel > 64) return {};
+    const std::uint64_t most = std::max<std::uint64_t>(1, visible(p) / kMinChunk);
+    const std::uint64_t chunks = std::min(std::max<std::uint64_t>(1, kSplitGroups / jobs), most);
+    return attn_split(p, static_cast<std::uint32_t>((visible(p) + chunks - 1) / chunks));
+}
+
+AttnSplit Ops::attn_split(const AttnPush& p, std::uint32_t chunk) {
+    if (p.rows == 0) return {};
+    chunk = std::max<std::uint32_t>(chunk, 1);
+    return {chunk, static_cast<std::uint32_t>((visible(p) + chunk - 1) / chunk)};
+}
+
+std::size_t Ops::attn_part_floats(const AttnPush& p) { return attn_part_floats(p, attn_split(p)); }
+
+std::size_t Ops::attn_part_floats(const AttnPush& p, const AttnSplit& s) {
+    return std::size_t{p.rows} * p.H * s.chunks * (std::size_t{p.hd} + 2);
+}
+
+std::size_t Ops::attn_part_floats_max(std::uint32_t hd) {
+    // rows·H·chunks ≤ rows·H·⌊kSplitGroups / (rows·H)⌋ ≤ kSplitGroups while rows·H ≤ kSplitGroups.
+    return kSplitGroups * (std::size_t{hd} + 2);
 }
 
 void Ops::kvstore(Frame& f, const KvStorePush& p, const Buffer& fresh, const Buffer& ring) const {

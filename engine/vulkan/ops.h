@@ -12,6 +12,7 @@
 // what its push constants name; the parity harness checks that with guarded buffers.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -49,7 +50,9 @@ struct ConvPush {
     std::uint32_t rows, channels, kernel, x_off, st_off;
 };
 
-// relattn.comp: Inkling attention for one session's span, one workgroup per (row, head).
+// relattn.comp: Inkling attention for one session's span, one workgroup per (row, head);
+// for decode, relattn_split.comp + relattn_merge.comp: several workgroups per (row, head),
+// each over a chunk of positions, joined by their softmax statistics (AttnSplit).
 struct AttnPush {
     std::uint32_t first, rows, pos0, H, KV, hd, d_rel, ext, window, mrows, lo;
     float inv_hd;
@@ -58,6 +61,16 @@ struct AttnBuffers {
     const Buffer *q, *k_fresh, *v_fresh, *k_mirror, *v_mirror, *r, *bank, *out;
     Binding tau;  // [R] (a slice of a bigger buffer)
     const Buffer* host_part;
+    // Scratch for the split path's partials, from its offset on (Ops::attn_part_floats);
+    // no buffer, or a range too small for the rule's split: the one-workgroup kernel.
+    // Calls recorded with no barrier between them (a frame's spans of one layer) need
+    // ranges that do not overlap.
+    Binding part{nullptr};
+};
+// How relattn runs one call: chunks 0 is relattn.comp; else relattn_split.comp over
+// `chunks` chunks of `chunk` visible positions per (row, head), a barrier, relattn_merge.comp.
+struct AttnSplit {
+    std::uint32_t chunk = 0, chunks = 0;
 };
 
 // kvstore.comp: a span's fresh K or V rows into a session's mirror ring.
@@ -112,7 +125,23 @@ public:
     void combine(Frame& f, const Buffer& a, const Buffer& routed, const Buffer& shared, const Buffer& weights,
                  std::uint32_t n, std::uint32_t width, std::uint32_t shared_n) const;
     void sconv(Frame& f, const ConvPush& p, const Buffer& x, const Buffer& w, const Buffer& state) const;
+    // The split attn_split(p) picks where b.part's range holds its partials, else relattn.comp.
     void relattn(Frame& f, const AttnPush& p, const AttnBuffers& b) const;
+    // As `s` says (the tests force both paths); a split needs b.part.
+    void relattn(Frame& f, const AttnPush& p, const AttnBuffers& b, const AttnSplit& s) const;
+    // The rule (ops.cpp): the split, in chunks of at least 32 positions that make up to
+    // 1024 workgroups (one chunk a (row, head) past 512 rows × heads); {} (the one-workgroup
+    // kernel) past 4096 rows × heads, head dims past 256 or d_rel past 64.
+    static AttnSplit attn_split(const AttnPush& p);
+    // A split into chunks of `chunk` positions (at least 1), whatever the rule says.
+    static AttnSplit attn_split(const AttnPush& p, std::uint32_t chunk);
+    // Floats of partials a call writes: under the rule, or with split s (0: no split).
+    static std::size_t attn_part_floats(const AttnPush& p);
+    static std::size_t attn_part_floats(const AttnPush& p, const AttnSplit& s);
+    // Floats that hold the rule's partials of any call of at most 1024 rows × heads whose
+    // heads have at most hd dims, whatever its positions (1024 · (hd + 2)): a decode span's
+    // range. A bigger call (a prefill) splits only if its range holds attn_part_floats(p).
+    static std::size_t attn_part_floats_max(std::uint32_t hd);
     void kvstore(Frame& f, const KvStorePush& p, const Buffer& fresh, const Buffer& ring) const;
     void moe_route(Frame& f, const RoutePush& p, const Binding& logits, const Buffer& bias, const Binding& route_e,
                    const Buffer& route_w, const Buffer& shared_w) const;
@@ -128,6 +157,7 @@ public:
 
 private:
     std::unique_ptr<Kernel> gemv_f32_, gemv_bf16_, rmsnorm_, ew_, sconv_, attn_;
+    std::unique_ptr<Kernel> attn_split_[4], attn_merge_[4];  // dims a lane: 1, 2, 4, 8
     std::unique_ptr<Kernel> route_, moe_f32_, moe_bf16_, join_, kvstore_;
     std::unique_ptr<Kernel> qact_, moe_i8_, moe_q4_;
 };

@@ -34,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -330,12 +331,27 @@ struct AttnShape {
     std::vector<AttnSpan> spans;
 };
 
+// How a case records relattn: by the rule (a partials buffer given: Ops::attn_split
+// decides), the one-workgroup kernel forced, or the split forced with chunks of `chunk`
+// positions (0: a third of the span's last row's, so its rows cross three chunks or
+// fewer and the earlier rows of a span may leave a chunk empty). NoRoom: by the rule with
+// a partials range one float short of the rule's split, so the one-workgroup kernel and
+// the range untouched. must_split: the rule has to split every span of the case.
+struct AttnPath {
+    enum Kind { Rule, NoRoom, Plain, Split } kind;
+    std::uint32_t chunk = 0;
+    bool must_split = false;
+};
+
 // The CPU runs its attention (forward::attend) over the spans packed into a batch of
 // their own; the device's batch leaves gaps between them and a row after the last, all
 // sentinel. Each span's session holds its positions [0, pos0) in its cache; the device
 // mirror holds only the positions its rows may read (the window's, or [lo, pos0) on a
 // split layer, whose older ones come as the CPU's statistics), its other rows sentinel.
-void attn_case(const AttnShape& a, std::uint32_t seed) {
+// Each span's partials get a range of their own in one guarded buffer (the spans are
+// recorded with no barrier between): a split writes all of its range (anything but NaN:
+// an empty chunk's max is −inf) and nothing else.
+void attn_case(const AttnShape& a, std::uint32_t seed, AttnPath path) {
     auto* dev = test_ops::device();
     if (!dev) return;
     vulkan::Context& ctx = *dev->ctx;
@@ -428,25 +444,52 @@ void attn_case(const AttnShape& a, std::uint32_t seed) {
         for (std::int64_t i = 0; i < sp.rows * H * (hd + 2); ++i)
             Hp.set(first * H * (hd + 2) + i, stats[sp.first * H * (hd + 2) + i]);
     }
-    for (Guarded* g : {&Q, &K, &V, &Rr, &Tau, &Out, &Hp}) g->upload();
+    // Each span's push and split, and its partials range (256 bytes apart at least, the
+    // largest storage-buffer offset alignment; sentinel between).
+    std::vector<vulkan::AttnPush> push;
+    std::vector<vulkan::AttnSplit> split;
+    std::vector<std::size_t> part_at, part_room;
+    std::size_t part_floats = 0;
+    for (std::size_t b = 0; b < a.spans.size(); ++b) {
+        const AttnSpan& s = a.spans[b];
+        const std::uint32_t window = a.local ? u32(a.window) : 0u;
+        push.push_back({u32(s.first), u32(s.rows), u32(s.pos0), u32(H), u32(KV), u32(hd), u32(dr), u32(ext), window,
+                        u32(mrows[b]), u32(lo[b]), 1.0f / static_cast<float>(hd)});
+        const std::uint32_t last = vulkan::Ops::attn_split(push.back(), 1).chunks;  // the last row's positions
+        split.push_back(path.kind == AttnPath::Rule || path.kind == AttnPath::NoRoom
+                            ? vulkan::Ops::attn_split(push.back())
+                        : path.kind == AttnPath::Plain
+                            ? vulkan::AttnSplit{}
+                            : vulkan::Ops::attn_split(push.back(), path.chunk ? path.chunk : (last + 2) / 3));
+        if (path.must_split) CHECK_MESSAGE(split.back().chunks >= 2, "the rule keeps span " << b << " whole");
+        const std::size_t need = vulkan::Ops::attn_part_floats(push.back(), split.back());
+        part_at.push_back(part_floats);
+        part_room.push_back(path.kind == AttnPath::NoRoom ? need - 1 : need);
+        if (path.kind == AttnPath::NoRoom) split.back() = {};  // what must run: the one-workgroup kernel
+        part_floats += (need + 64 + 63) / 64 * 64;
+    }
+    Guarded Part(ctx, part_floats + 5);
+    for (std::size_t b = 0; b < a.spans.size(); ++b)
+        for (std::size_t i = 0; i < vulkan::Ops::attn_part_floats(push[b], split[b]); ++i)
+            Part.expect(part_at[b] + i, 0.0f, std::numeric_limits<double>::infinity());
+    for (Guarded* g : {&Q, &K, &V, &Rr, &Tau, &Out, &Hp, &Part}) g->upload();
     for (auto& g : Km) g->upload();
     for (auto& g : Vm) g->upload();
 
     vulkan::Frame f(ctx);
     f.begin();
     for (std::size_t b = 0; b < a.spans.size(); ++b) {
-        const AttnSpan& s = a.spans[b];
-        const std::uint32_t window = a.local ? u32(a.window) : 0u;
-        const vulkan::AttnPush p{u32(s.first), u32(s.rows),     u32(s.pos0), u32(H),     u32(KV), u32(hd),
-                                 u32(dr),      u32(ext),        window,      u32(mrows[b]), u32(lo[b]),
-                                 1.0f / static_cast<float>(hd)};
-        const vulkan::AttnBuffers bufs{&Q.buffer(),      &K.buffer(),  &V.buffer(), &Km[b]->buffer(),
-                                       &Vm[b]->buffer(), &Rr.buffer(), &Bank,       &Out.buffer(),
-                                       {&Tau.buffer()},  &Hp.buffer()};
-        dev->ops->relattn(f, p, bufs);
+        INFO("span " << b << ": " << split[b].chunks << " chunks of " << split[b].chunk << " positions");
+        const vulkan::AttnBuffers bufs{&Q.buffer(),      &K.buffer(),  &V.buffer(),     &Km[b]->buffer(),
+                                       &Vm[b]->buffer(), &Rr.buffer(), &Bank,           &Out.buffer(),
+                                       {&Tau.buffer()},  &Hp.buffer(), {&Part.buffer(), part_at[b] * 4,
+                                                                         std::max<std::size_t>(part_room[b], 1) * 4}};
+        if (path.kind == AttnPath::Rule || path.kind == AttnPath::NoRoom) dev->ops->relattn(f, push[b], bufs);
+        else dev->ops->relattn(f, push[b], bufs, split[b]);
     }
     f.run();
     test_ops::check(Out, "out");
+    test_ops::check(Part, "partials");
     const std::pair<const Guarded*, const char*> inputs[] = {{&Q, "q"},     {&K, "k"},     {&V, "v"},
                                                              {&Rr, "r"},    {&Tau, "tau"}, {&Hp, "host_part"}};
     for (auto [g, name] : inputs) test_ops::check(*g, name);
@@ -1019,7 +1062,101 @@ TEST_CASE("backend-ops relattn: attention against forward::attend (sliding, glob
         {"KV split: 130 rows on the device past lo, hd 32", false, 2, 1, 32, 0, 4, 256, 64, {{0, 2, 300, 130}}},
         {"global hd 64, tau: 2 rows at 1500 (twelve tiles)", false, 4, 2, 64, 0, 16, 1024, 64, {{0, 2, 1500}}},
     };
-    subcases(shapes, 16, 500, random_attn, attn_case);
+    // Every shape through each path: the rule (a split: one chunk for most of these, many
+    // for the longer ones), the one-workgroup kernel forced, the split in thirds and in
+    // chunks of 20 positions (less than a tile of relattn_split.comp).
+    const std::pair<const char*, AttnPath> paths[] = {{"by the rule", {AttnPath::Rule}},
+                                                      {"one workgroup a head", {AttnPath::Plain}},
+                                                      {"split in thirds", {AttnPath::Split}},
+                                                      {"split in chunks of 20", {AttnPath::Split, 20}}};
+    for (const auto& [what, path] : paths)
+        SUBCASE(what) {
+            subcases(shapes, 16, 500, random_attn,
+                     [path](const AttnShape& s, std::uint32_t seed) { attn_case(s, seed, path); });
+        }
+}
+
+TEST_CASE("backend-ops relattn: decode split over positions (flash-decoding) against forward::attend") {
+    // name, local, H, KV, hd, window, d_rel, extent, log_floor, spans {first, rows, pos0, mrows}
+    const std::vector<AttnShape> shapes = {
+        {"1 row at 1500, global hd 64, tau", false, 4, 2, 64, 0, 16, 1024, 64, {{0, 1, 1500}}},
+        {"1 row at 4095, global hd 128, GQA 8:1, tau", false, 8, 1, 128, 0, 16, 1024, 64, {{0, 1, 4095}}},
+        {"1 row at 5000 on a sliding ring of 4096, hd 64", true, 4, 2, 64, 4096, 8, 0, 0, {{1, 1, 5000}}},
+        {"1 row at 2000, global hd 256, d_rel 64", false, 2, 1, 256, 0, 64, 300, 16, {{0, 1, 2000}}},
+        {"1 row at 3000, hd 48, GQA 8:1", false, 8, 1, 48, 0, 4, 512, 0, {{0, 1, 3000}}},
+        {"KV split: 1 row at 3000 past a ring of 1024, host statistics, hd 128", false, 8, 1, 128, 0, 16, 1024, 64,
+         {{0, 1, 3000, 1024}}},
+        {"three sessions of one row (1500, 4095, 700), GQA 8:1, hd 128", false, 8, 1, 128, 0, 16, 1024, 64,
+         {{0, 1, 1500}, {1, 1, 4095}, {3, 1, 700}}},
+        {"three sessions of one row on a sliding ring of 512", true, 4, 1, 64, 512, 8, 0, 0,
+         {{0, 1, 2000}, {1, 1, 300}, {2, 1, 511}}},
+        {"two global sessions, one a KV split (ring of 300 at 900), hd 100", false, 4, 2, 100, 0, 8, 256, 16,
+         {{0, 1, 900, 300}, {2, 1, 1200}}},
+        {"4 rows at 2000 (a short chunk of a prompt), hd 32", false, 4, 2, 32, 0, 8, 128, 32, {{1, 4, 2000}}},
+        {"a prefill of 70 rows from 0, hd 128", false, 4, 2, 128, 0, 8, 64, 16, {{0, 70, 0}}},
+    };
+    // The rule must split each of these spans: "by the rule" checks it and tests its split.
+    const std::pair<const char*, AttnPath> paths[] = {{"by the rule", {AttnPath::Rule, 0, true}},
+                                                      {"by the rule, its partials range one float short",
+                                                       {AttnPath::NoRoom, 0, true}},
+                                                      {"one workgroup a head", {AttnPath::Plain}},
+                                                      {"split in chunks of 100", {AttnPath::Split, 100}},
+                                                      {"split in chunks of 17", {AttnPath::Split, 17}}};
+    for (const auto& [what, path] : paths)
+        SUBCASE(what) {
+            std::uint32_t seed = 1500;
+            for (const AttnShape& a : shapes) {
+                ++seed;
+                SUBCASE(a.name) { attn_case(a, seed, path); }
+            }
+        }
+}
+
+TEST_CASE("backend-ops relattn: the split rule and the partials it needs") {
+    auto push = [](std::uint32_t rows, std::uint32_t pos0, std::uint32_t H, std::uint32_t hd, std::uint32_t window,
+                   std::uint32_t lo, std::uint32_t d_rel = 16) {
+        return vulkan::AttnPush{0, rows, pos0, H, H, hd, d_rel, 1024, window, window ? window : pos0 + rows, lo,
+                                1.0f / static_cast<float>(hd)};
+    };
+    // Decode of 32 heads at 32768 global positions: 1024 workgroups, 32 chunks a head.
+    // (With ⌊1024 / (rows × heads)⌋ chunks at most, up to 1024 rows × heads fit the bound.)
+    const vulkan::AttnSplit d = vulkan::Ops::attn_split(push(1, 32767, 32, 128, 0, 0));
+    CHECK(d.chunks == 32);
+    CHECK(d.chunk == 1024);
+    // The sliding window bounds the positions, the KV split's lo too: 4096 and 1000 visible.
+    CHECK(vulkan::Ops::attn_split(push(1, 32767, 32, 128, 4096, 0)).chunk == 128);
+    CHECK(vulkan::Ops::attn_split(push(1, 32767, 8, 128, 0, 31768)).chunks == 31);  // ⌊1000 / 32⌋ chunks
+    // Chunks of 32 positions at least: 31 visible make one chunk, 64 two.
+    CHECK(vulkan::Ops::attn_split(push(1, 30, 8, 128, 0, 0)).chunks == 1);
+    CHECK(vulkan::Ops::attn_split(push(1, 63, 8, 128, 0, 0)).chunks == 2);
+    // A prefill of 128 rows × 32 heads is 4096 workgroups already: one chunk of every position.
+    const vulkan::AttnSplit pre = vulkan::Ops::attn_split(push(128, 3968, 32, 128, 0, 0));
+    CHECK(pre.chunks == 1);
+    CHECK(pre.chunk == 4096);
+    // Past 4096 rows × heads, the split shader's head dims or d_rel: the one-workgroup kernel.
+    CHECK(vulkan::Ops::attn_split(push(129, 3968, 32, 128, 0, 0)).chunks == 0);
+    CHECK(vulkan::Ops::attn_split(push(1, 1000, 8, 300, 0, 0)).chunks == 0);
+    CHECK(vulkan::Ops::attn_split(push(1, 1000, 8, 128, 0, 0, 65)).chunks == 0);
+    CHECK(vulkan::Ops::attn_part_floats(push(1, 1000, 8, 300, 0, 0)) == 0);
+    // Over many shapes: the chunks cover the last row's positions, none starts past them,
+    // and up to 1024 rows × heads the partials fit attn_part_floats_max.
+    for (std::uint32_t rows : {1u, 2u, 3u, 7u, 16u, 100u, 511u, 512u, 600u})
+        for (std::uint32_t H : {1u, 2u, 5u, 8u, 32u, 64u})
+            for (std::uint32_t pos0 : {0u, 31u, 63u, 64u, 127u, 1000u, 4095u, 100000u})
+                for (std::uint32_t window : {0u, 512u})
+                    for (std::uint32_t hd : {8u, 128u, 256u}) {
+                        const vulkan::AttnPush p = push(rows, pos0, H, hd, window, 0);
+                        const vulkan::AttnSplit s = vulkan::Ops::attn_split(p);
+                        const std::uint32_t n = vulkan::Ops::attn_split(p, 1).chunks;
+                        INFO(rows << " rows at " << pos0 << ", " << H << " heads of " << hd << ", window " << window);
+                        if (rows * H <= 1024)
+                            CHECK(vulkan::Ops::attn_part_floats(p) <= vulkan::Ops::attn_part_floats_max(hd));
+                        CHECK((s.chunks == 0) == (rows * H > 4096));
+                        if (s.chunks == 0) continue;
+                        CHECK(std::uint64_t{s.chunk} * s.chunks >= n);
+                        CHECK(std::uint64_t{s.chunk} * (s.chunks - 1) < n);
+                        CHECK((s.chunks == 1 || s.chunk >= 32));
+                    }
 }
 
 TEST_CASE("backend-ops kvstore: a span's fresh K/V rows into the mirror ring, the overrun rows skipped") {
@@ -1242,23 +1379,37 @@ void perf_attention(const test_ops::Device& dev) {
                          Vf = zeros(ctx, std::size_t{most} * kKV * kHd), Km = zeros(ctx, std::size_t{cap} * kKV * kHd),
                          Vm = zeros(ctx, std::size_t{cap} * kKV * kHd), Rr = zeros(ctx, std::size_t{most} * kH * kDrel),
                          Bank = zeros(ctx, std::size_t{kDrel} * 4096), Out = zeros(ctx, std::size_t{most} * kH * kHd),
-                         Tau = zeros(ctx, most), Hp = zeros(ctx, std::size_t{most} * kH * (kHd + 2));
+                         Tau = zeros(ctx, most), Hp = zeros(ctx, std::size_t{most} * kH * (kHd + 2)),
+                         // the rule's partials: up to 1024 rows × heads' worth, one chunk each past that
+                         Part = zeros(ctx, std::max(vulkan::Ops::attn_part_floats_max(kHd),
+                                                    std::size_t{most} * kH * (kHd + 2)));
     struct A {
         const char* what;
         std::uint32_t rows, pos0, window;
     };
-    const A shapes[] = {{"relattn decode at 1024, global", 1, 1023, 0},
+    const A shapes[] = {{"relattn decode at 320, global", 1, 319, 0},
+                        {"relattn decode at 1024, global", 1, 1023, 0},
                         {"relattn decode at 8192, global", 1, 8191, 0},
                         {"relattn decode at 32768, global", 1, cap - 1, 0},
                         {"relattn decode at 32768, sliding 4096", 1, cap - 1, 4096},
+                        {"relattn 4 rows at 8192, global", 4, 8188, 0},
                         {"relattn prefill of 128 rows at 4096, global", most, 4096 - most, 0}};
+    // Each shape with the one-workgroup kernel, then with the split the rule picks (where
+    // it picks one; the µs of a split are its two dispatches and the barrier between).
     for (const A& a : shapes) {
         const std::uint32_t mrows = a.window > 0 ? a.window : cap, ext = a.window > 0 ? a.window : kExt;
         const vulkan::AttnPush p{0, a.rows, a.pos0, kH, kKV, kHd, kDrel, ext, a.window, mrows, 0, 1.0f / kHd};
-        const vulkan::AttnBuffers b{&Q, &Kf, &Vf, &Km, &Vm, &Rr, &Bank, &Out, {&Tau}, &Hp};
-        const double us = us_per_dispatch(ctx, 10, [&](vulkan::Frame& f) { dev.ops->relattn(f, p, b); });
+        const vulkan::AttnBuffers b{&Q, &Kf, &Vf, &Km, &Vm, &Rr, &Bank, &Out, {&Tau}, &Hp, {&Part}};
         const double keys = a.window > 0 ? std::min(a.window, a.pos0 + a.rows) : a.pos0 + a.rows;
-        perf_line(a.what, 4.0 * (2.0 * keys * kKV * kHd + 2.0 * a.rows * kH * kHd), us);
+        const double bytes = 4.0 * (2.0 * keys * kKV * kHd + 2.0 * a.rows * kH * kHd);
+        const double us =
+            us_per_dispatch(ctx, 10, [&](vulkan::Frame& f) { dev.ops->relattn(f, p, b, vulkan::AttnSplit{}); });
+        perf_line(std::string(a.what) + ", plain", bytes, us);
+        const vulkan::AttnSplit s = vulkan::Ops::attn_split(p);
+        if (s.chunks == 0) continue;
+        const double us_split = us_per_dispatch(ctx, 10, [&](vulkan::Frame& f) { dev.ops->relattn(f, p, b, s); });
+        perf_line(std::string(a.what) + ", split " + std::to_string(s.chunks) + " x " + std::to_string(s.chunk),
+                  bytes, us_split);
     }
 }
 
