@@ -408,6 +408,7 @@ void Chain::begin(std::span<const Span> spans, std::int64_t R, float* x) {
     pending_moe_ = -1;
     pending_tier_ = false;
     add_pending_ = false;
+    conv_pending_ = {};
     a1_early_ = 0;
     for (const Span& sp : spans_) mirror(sp.state);
     if (const std::size_t need = part_stride_ * spans_.size(); attn_part_.size() < need && need != part_refused_) {
@@ -442,24 +443,49 @@ void Chain::join_moe(Frame& f, int i) {
     mlp_conv_add(f, i);
 }
 
-void Chain::mlp_conv_add(Frame& f, int i) {
+void Chain::mlp_conv_add(Frame& f, int i) { conv_add(f, i, 3, *layer_[i]->mlp_conv); }
+
+void Chain::conv_add(Frame& f, int layer, int which, const Buffer& w) {
+    add_pending_ = true;  // x += a joins the next norm (norm_x) or the step's end (apply_add)
+    // Spans of one row each (decode): the conv waits too, for norm_x's conv_add_norm.
+    if (std::all_of(spans_.begin(), spans_.end(), [](const Span& sp) { return sp.rows == 1; })) {
+        conv_pending_ = {layer, which, &w};
+        return;
+    }
+    record_conv(f, layer, which, w);
+}
+
+void Chain::record_conv(Frame& f, int layer, int which, const Buffer& w) {
     const std::int64_t D = c_.hidden;
-    for (const Span& sp : spans_)
-        sconv(f, a_, u32(sp.first * D), u32(sp.rows), u32(D), *layer_[i]->mlp_conv, mirror(sp.state), i, 3);
+    for (const Span& sp : spans_) sconv(f, a_, u32(sp.first * D), u32(sp.rows), u32(D), w, mirror(sp.state), layer, which);
     f.barrier();
-    add_pending_ = true;  // x += a joins the next norm (norm_x) or the step's end (finish)
 }
 
 void Chain::norm_x(Frame& f, const Buffer& weight) {
     const std::uint32_t D = u32(c_.hidden), R = u32(R_);
-    const NormPush p{R, D, 0, D, 0, D, 0, static_cast<float>(c_.eps), 0.0f};
-    if (add_pending_) ops_->add_rmsnorm(f, p, x_, a_, weight, h_);
-    else ops_->rmsnorm(f, p, x_, weight, h_);
+    if (conv_pending_.layer >= 0) {
+        // Each decode row's conv, residual add and norm in one dispatch.
+        for (const Span& sp : spans_) {
+            const Mirror& m = mirror(sp.state);
+            const ConvAddNormPush p{u32(sp.first), D, u32(c_.conv_kernel),
+                                    m.conv_at[conv_pending_.layer][conv_pending_.which], static_cast<float>(c_.eps)};
+            ops_->conv_add_norm(f, p, x_, a_, *conv_pending_.weights, *m.conv, weight, h_);
+        }
+        conv_pending_ = {};
+    } else {
+        const NormPush p{R, D, 0, D, 0, D, 0, static_cast<float>(c_.eps), 0.0f};
+        if (add_pending_) ops_->add_rmsnorm(f, p, x_, a_, weight, h_);
+        else ops_->rmsnorm(f, p, x_, weight, h_);
+    }
     add_pending_ = false;
     f.barrier();
 }
 
 void Chain::apply_add(Frame& f) {
+    if (conv_pending_.layer >= 0) {
+        record_conv(f, conv_pending_.layer, conv_pending_.which, *conv_pending_.weights);
+        conv_pending_ = {};
+    }
     if (!add_pending_) return;
     ops_->ew(f, EwOp::Add, x_, a_, u32(R_ * c_.hidden));
     f.barrier();
@@ -539,7 +565,6 @@ void Chain::attention(int i) {
     f.copy(vf_, 0, kv_down_, (kv_at + static_cast<std::size_t>(R * kvd)) * 4, static_cast<std::size_t>(R * kvd) * 4);
     f.barrier();  // o_proj reads the attention's output
     gemv(f, *B.wo, ctx_rows_, 0, u32(R), a_, 0, u32(D));
-    f.barrier();
     // The step's K/V rows into each mirror's ring (rows a ring would overwrite within the
     // block skipped, as on the host), now that the attention has read the older ones.
     for (const Span& sp : spans_) {
@@ -548,11 +573,9 @@ void Chain::attention(int i) {
         ops_->kvstore(f, kp, kf_, *m.k[i]);
         ops_->kvstore(f, kp, vf_, *m.v[i]);
     }
-    for (const Span& sp : spans_)
-        sconv(f, a_, u32(sp.first * D), u32(sp.rows), u32(D), *B.attn_conv, mirror(sp.state), i, 2);
     f.barrier();
-    add_pending_ = true;
-    norm_x(f, *B.mlp_norm);  // x += a, h = the post-attention norm of x
+    conv_add(f, i, 2, *B.attn_conv);  // the attention conv and x += a ...
+    norm_x(f, *B.mlp_norm);           // ... joined with the post-attention norm of x
 }
 
 void Chain::run_a1() { run_frame(a1()); }

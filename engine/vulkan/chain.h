@@ -163,9 +163,17 @@ private:
     // residual add x += a is left pending for the next norm of x to fuse (norm_x) or the
     // step's end (apply_add).
     void mlp_conv_add(Frame& f, int i);
-    void norm_x(Frame& f, const Buffer& weight);  // h = rmsnorm(x (+= a if pending)), barrier
-    void apply_add(Frame& f);                      // the pending x += a on its own
+    // Conv `which` of `layer` over a, then x += a — on decode (every span one row) both left
+    // pending for norm_x to fuse (conv_add_norm.comp), else the conv now and the add pending.
+    void conv_add(Frame& f, int layer, int which, const Buffer& w);
+    void record_conv(Frame& f, int layer, int which, const Buffer& w);  // each span's sconv, barrier
+    void norm_x(Frame& f, const Buffer& weight);  // h = rmsnorm(x (+= conv(a) / a if pending)), barrier
+    void apply_add(Frame& f);                      // the pending conv and x += a on their own
     bool add_pending_ = false;
+    struct PendingConv {
+        int layer = -1, which = -1;
+        const Buffer* weights = nullptr;
+    } conv_pending_;
     // Runs frame A1 (run_frame: submits and waits, counting the wait).
     void run_a1();
     void run_frame(Frame& f);

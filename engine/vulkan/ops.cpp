@@ -45,17 +45,18 @@ std::uint64_t visible(const AttnPush& p) {
 }  // namespace
 
 Ops::Ops(Context& ctx)
-    : gemv_f32_(std::make_unique<Kernel>(ctx, "gemv", 3, sizeof(GemvPush), std::vector<std::uint32_t>{0})),
-      gemv_bf16_(std::make_unique<Kernel>(ctx, "gemv", 3, sizeof(GemvPush), std::vector<std::uint32_t>{1})),
-      rmsnorm_(std::make_unique<Kernel>(ctx, "rmsnorm", 3, sizeof(NormPush))),
+    : gemv_f32_(std::make_unique<Kernel>(ctx, "gemv", 4, sizeof(GemvPush), std::vector<std::uint32_t>{0})),
+      gemv_bf16_(std::make_unique<Kernel>(ctx, "gemv", 4, sizeof(GemvPush), std::vector<std::uint32_t>{1})),
+      rmsnorm_(std::make_unique<Kernel>(ctx, "rmsnorm", 4, sizeof(NormPush))),
       ew_(std::make_unique<Kernel>(ctx, "ew", 4, sizeof(EwPush))),
       sconv_(std::make_unique<Kernel>(ctx, "sconv", 3, sizeof(ConvPush))),
       attn_(std::make_unique<Kernel>(ctx, "relattn", 10, sizeof(AttnPush))),
       route_(std::make_unique<Kernel>(ctx, "moe_route", 5, sizeof(RoutePush))),
-      moe_f32_(std::make_unique<Kernel>(ctx, "moe_gemv", 5, sizeof(MoeGemvPush), std::vector<std::uint32_t>{0})),
-      moe_bf16_(std::make_unique<Kernel>(ctx, "moe_gemv", 5, sizeof(MoeGemvPush), std::vector<std::uint32_t>{1})),
+      moe_f32_(std::make_unique<Kernel>(ctx, "moe_gemv", 6, sizeof(MoeGemvPush), std::vector<std::uint32_t>{0})),
+      moe_bf16_(std::make_unique<Kernel>(ctx, "moe_gemv", 6, sizeof(MoeGemvPush), std::vector<std::uint32_t>{1})),
       join_(std::make_unique<Kernel>(ctx, "moe_join", 5, sizeof(JoinPush))),
-      kvstore_(std::make_unique<Kernel>(ctx, "kvstore", 2, sizeof(KvStorePush))) {
+      kvstore_(std::make_unique<Kernel>(ctx, "kvstore", 2, sizeof(KvStorePush))),
+      conv_add_norm_(std::make_unique<Kernel>(ctx, "conv_add_norm", 6, sizeof(ConvAddNormPush))) {
     for (std::uint32_t k = 0; k < 4; ++k) {
         const std::vector<std::uint32_t> nu{1u << k};
         attn_split_[k] = std::make_unique<Kernel>(ctx, "relattn_split", 9, sizeof(SplitPush), nu);
@@ -63,21 +64,34 @@ Ops::Ops(Context& ctx)
     }
     // The integer expert shaders round through double (shaderFloat64): without it there are none.
     if (!ctx.info().float64) return;
-    qact_ = std::make_unique<Kernel>(ctx, "qact", 3, sizeof(QactPush));
+    qact_ = std::make_unique<Kernel>(ctx, "qact", 4, sizeof(QactPush));
     moe_i8_ = std::make_unique<Kernel>(ctx, "moe_gemv_int", 6, sizeof(MoeIntPush), std::vector<std::uint32_t>{0});
     moe_q4_ = std::make_unique<Kernel>(ctx, "moe_gemv_int", 6, sizeof(MoeIntPush), std::vector<std::uint32_t>{1});
 }
 
 Ops::~Ops() = default;
 
-void Ops::gemv(Frame& f, bool bf16, const Buffer& w, const Buffer& x, const Buffer& y, const GemvPush& p) const {
-    const Binding b[] = {{&w}, {&x}, {&y}};
-    f.dispatch(bf16 ? *gemv_bf16_ : *gemv_f32_, b, &p, groups_for(p.O, 4));  // 4 rows a workgroup
+void Ops::gemv(Frame& f, bool bf16, const Buffer& w, const Buffer& x, const Buffer& y, const GemvPush& p,
+               const Buffer* up) const {
+    GemvPush q = p;
+    q.swiglu = up ? 1u : 0u;
+    const Binding b[] = {{&w}, {&x}, {&y}, {up ? up : &x}};  // without up the fourth is never read
+    f.dispatch(bf16 ? *gemv_bf16_ : *gemv_f32_, b, &q, groups_for(q.O, 4));  // 4 rows a workgroup
 }
 
 void Ops::rmsnorm(Frame& f, const NormPush& p, const Buffer& x, const Buffer& weight, const Buffer& out) const {
-    const Binding b[] = {{&x}, {&weight}, {&out}};
-    f.dispatch(*rmsnorm_, b, &p, groups_for(p.segments, 1));
+    NormPush q = p;
+    q.mode &= ~2u;  // nothing to add: the fourth binding is x again, never read
+    const Binding b[] = {{&x}, {&weight}, {&out}, {&x}};
+    f.dispatch(*rmsnorm_, b, &q, groups_for(q.segments, 1));
+}
+
+void Ops::add_rmsnorm(Frame& f, const NormPush& p, const Buffer& x, const Buffer& a, const Buffer& weight,
+                      const Buffer& out) const {
+    NormPush q = p;
+    q.mode |= 2u;
+    const Binding b[] = {{&x}, {&weight}, {&out}, {&a}};
+    f.dispatch(*rmsnorm_, b, &q, groups_for(q.segments, 1));
 }
 
 void Ops::ew(Frame& f, EwOp op, const Buffer& a, const Buffer& b, std::uint32_t n, float scale) const {
@@ -155,6 +169,12 @@ std::size_t Ops::attn_part_floats_max(std::uint32_t hd) {
     return kSplitGroups * (std::size_t{hd} + 2);
 }
 
+void Ops::conv_add_norm(Frame& f, const ConvAddNormPush& p, const Buffer& x, const Buffer& a, const Buffer& conv_w,
+                        const Buffer& state, const Buffer& norm_w, const Buffer& h) const {
+    const Binding b[] = {{&x}, {&a}, {&conv_w}, {&state}, {&norm_w}, {&h}};
+    f.dispatch(*conv_add_norm_, b, &p, 1);  // the row's one workgroup
+}
+
 void Ops::kvstore(Frame& f, const KvStorePush& p, const Buffer& fresh, const Buffer& ring) const {
     const Binding b[] = {{&fresh}, {&ring}};
     f.dispatch(*kvstore_, b, &p, groups_for(static_cast<std::int64_t>(std::min(p.rows, p.mrows)) * p.KV * p.hd, 256));
@@ -167,14 +187,19 @@ void Ops::moe_route(Frame& f, const RoutePush& p, const Binding& logits, const B
 }
 
 void Ops::moe_gemv(Frame& f, bool bf16, const MoeGemvPush& p, const Buffer& w, const Buffer& x, const Buffer& y,
-                   const Binding& route_e, const Buffer& slots) const {
-    const Binding b[] = {{&w}, {&x}, {&y}, route_e, {&slots}};
-    f.dispatch(bf16 ? *moe_bf16_ : *moe_f32_, b, &p, groups_for(p.O, 4), p.pairs);
+                   const Binding& route_e, const Buffer& slots, const Buffer* up) const {
+    MoeGemvPush q = p;
+    q.swiglu = up ? 1u : 0u;
+    const Binding b[] = {{&w}, {&x}, {&y}, route_e, {&slots}, {up ? up : &x}};
+    f.dispatch(bf16 ? *moe_bf16_ : *moe_f32_, b, &q, groups_for(q.O, 4), q.pairs);
 }
 
-void Ops::qact(Frame& f, const QactPush& p, const Buffer& x, const Buffer& q, const Buffer& scales) const {
-    const Binding b[] = {{&x}, {&q}, {&scales}};
-    f.dispatch(*qact_, b, &p, groups_for(static_cast<std::int64_t>(p.rows) * p.blocks, 64));  // a block an invocation
+void Ops::qact(Frame& f, const QactPush& p, const Buffer& x, const Buffer& q, const Buffer& scales,
+               const Buffer* up) const {
+    QactPush push = p;
+    push.swiglu = up ? 1u : 0u;
+    const Binding b[] = {{&x}, {&q}, {&scales}, {up ? up : &x}};
+    f.dispatch(*qact_, b, &push, groups_for(static_cast<std::int64_t>(push.rows) * push.blocks, 64));  // a block an invocation
 }
 
 void Ops::moe_gemv_int(Frame& f, bool int4, const MoeIntPush& p, const Buffer& w, const Buffer& xq, const Buffer& xs,

@@ -29,10 +29,12 @@ struct GemvPush {
     std::uint32_t stride, w_off;      // weight row stride and first element
     std::uint32_t x_off, x_stride;    // first float of x, floats between its rows
     std::uint32_t y_off, y_stride;    // first float of y, floats between its rows
+    std::uint32_t swiglu = 0;         // set by Ops::gemv from its `up` argument
 };
 
 // rmsnorm.comp: out[g] = x[g] / sqrt(mean(x[g]²) + eps) ⊙ weight over `segments` segments
-// of n floats; mode 1 also multiplies by `scale`. In place allowed.
+// of n floats; mode bit 1 also multiplies by `scale`, bit 2 (add_rmsnorm) first adds a[g]
+// into x[g]. In place allowed.
 struct NormPush {
     std::uint32_t segments, n, x_off, x_stride, o_off, o_stride, mode;
     float eps, scale;
@@ -73,6 +75,13 @@ struct AttnSplit {
     std::uint32_t chunk = 0, chunks = 0;
 };
 
+// conv_add_norm.comp: for one span of one row at batch row `row`: x += sconv(a) (the state
+// at st_off advanced), h = rmsnorm(x) ⊙ weight — sconv, ew ADD and rmsnorm in one dispatch.
+struct ConvAddNormPush {
+    std::uint32_t row, channels, kernel, st_off;
+    float eps;
+};
+
 // kvstore.comp: a span's fresh K or V rows into a session's mirror ring.
 struct KvStorePush {
     std::uint32_t first, rows, pos0, KV, hd, mrows;
@@ -89,6 +98,7 @@ struct RoutePush {
 struct MoeGemvPush {
     std::uint32_t O, I, pairs, x_div;
     std::uint32_t s_first, s_count;
+    std::uint32_t swiglu = 0;  // set by Ops::moe_gemv from its `up` argument
 };
 
 // qact.comp: `rows` rows of `cols` floats (x_off, x_stride) quantized to int8 blocks of 32
@@ -96,6 +106,7 @@ struct MoeGemvPush {
 // scales [rows][blocks].
 struct QactPush {
     std::uint32_t rows, cols, blocks, x_off, x_stride;
+    std::uint32_t swiglu = 0;  // set by Ops::qact from its `up` argument
 };
 
 // moe_gemv_int.comp: moe_gemv over int8 (int4: true) expert slots, the activations from
@@ -117,8 +128,15 @@ public:
     explicit Ops(Context& ctx);
     ~Ops();
 
-    void gemv(Frame& f, bool bf16, const Buffer& w, const Buffer& x, const Buffer& y, const GemvPush& p) const;
+    // With `up`, x holds gate rows and the activations are silu(x)·up (the MLP's SwiGLU, as
+    // ew's: no SwiGLU dispatch and barrier before a down projection). Also moe_gemv, qact.
+    void gemv(Frame& f, bool bf16, const Buffer& w, const Buffer& x, const Buffer& y, const GemvPush& p,
+              const Buffer* up = nullptr) const;
     void rmsnorm(Frame& f, const NormPush& p, const Buffer& x, const Buffer& weight, const Buffer& out) const;
+    // x += a (written back), then out = rmsnorm(x) ⊙ weight: the residual add and the norm
+    // after it in one dispatch (a at the same offsets as x).
+    void add_rmsnorm(Frame& f, const NormPush& p, const Buffer& x, const Buffer& a, const Buffer& weight,
+                     const Buffer& out) const;
     // a op= b (Add, Swiglu, Scale with p.scale).
     void ew(Frame& f, EwOp op, const Buffer& a, const Buffer& b, std::uint32_t n, float scale = 1.0f) const;
     // a = routed + Σ_j w[row][j]·shared[j] over rows of `width` floats.
@@ -143,13 +161,16 @@ public:
     // range. A bigger call (a prefill) splits only if its range holds attn_part_floats(p).
     static std::size_t attn_part_floats_max(std::uint32_t hd);
     void kvstore(Frame& f, const KvStorePush& p, const Buffer& fresh, const Buffer& ring) const;
+    void conv_add_norm(Frame& f, const ConvAddNormPush& p, const Buffer& x, const Buffer& a, const Buffer& conv_w,
+                       const Buffer& state, const Buffer& norm_w, const Buffer& h) const;
     void moe_route(Frame& f, const RoutePush& p, const Binding& logits, const Buffer& bias, const Binding& route_e,
                    const Buffer& route_w, const Buffer& shared_w) const;
     void moe_gemv(Frame& f, bool bf16, const MoeGemvPush& p, const Buffer& w, const Buffer& x, const Buffer& y,
-                  const Binding& route_e, const Buffer& slots) const;
+                  const Binding& route_e, const Buffer& slots, const Buffer* up = nullptr) const;
     // Whether qact and moe_gemv_int exist (the device has shaderFloat64).
     bool int_experts() const { return qact_ != nullptr; }
-    void qact(Frame& f, const QactPush& p, const Buffer& x, const Buffer& q, const Buffer& scales) const;
+    void qact(Frame& f, const QactPush& p, const Buffer& x, const Buffer& q, const Buffer& scales,
+              const Buffer* up = nullptr) const;
     void moe_gemv_int(Frame& f, bool int4, const MoeIntPush& p, const Buffer& w, const Buffer& xq, const Buffer& xs,
                       const Buffer& y, const Binding& route_e, const Buffer& slots) const;
     void moe_join(Frame& f, const JoinPush& p, const Buffer& a, const Buffer& y, const Buffer& route_w,
@@ -158,7 +179,7 @@ public:
 private:
     std::unique_ptr<Kernel> gemv_f32_, gemv_bf16_, rmsnorm_, ew_, sconv_, attn_;
     std::unique_ptr<Kernel> attn_split_[4], attn_merge_[4];  // dims a lane: 1, 2, 4, 8
-    std::unique_ptr<Kernel> route_, moe_f32_, moe_bf16_, join_, kvstore_;
+    std::unique_ptr<Kernel> route_, moe_f32_, moe_bf16_, join_, kvstore_, conv_add_norm_;
     std::unique_ptr<Kernel> qact_, moe_i8_, moe_q4_;
 };
 

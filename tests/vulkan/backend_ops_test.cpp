@@ -127,7 +127,7 @@ void gemv_case(const GemvShape& g, std::uint32_t seed) {
         if (g.bf16) W.push_back(test_ops::input(ctx, std::vector<std::uint16_t>(wb.begin() + from, wb.end())));
         else W.push_back(test_ops::input(ctx, std::vector<float>(wf.begin() + from, wf.end())));
     }
-    vulkan::Kernel raw(ctx, "gemv", 3, sizeof(vulkan::GemvPush), {g.bf16 ? 1u : 0u});
+    vulkan::Kernel raw(ctx, "gemv", 4, sizeof(vulkan::GemvPush), {g.bf16 ? 1u : 0u});
     vulkan::Frame f(ctx);
     f.begin();
     for (std::size_t k = 0; k < chunks.size(); ++k) {
@@ -137,7 +137,7 @@ void gemv_case(const GemvShape& g, std::uint32_t seed) {
         if (g.groups == 0) {
             dev->ops->gemv(f, g.bf16, W[k], X.buffer(), Y.buffer(), p);
         } else {
-            const vulkan::Binding b[] = {{&W[k]}, {&X.buffer()}, {&Y.buffer()}};
+            const vulkan::Binding b[] = {{&W[k]}, {&X.buffer()}, {&Y.buffer()}, {&X.buffer()}};
             f.dispatch(raw, b, &p, g.groups);
         }
     }
@@ -167,33 +167,50 @@ void norm_case(const NormShape& s, std::uint32_t seed) {
     Guarded X(ctx, static_cast<std::size_t>(s.x_off + (s.segments - 1) * s.x_stride + s.n + 4));
     Guarded O(ctx, s.in_place ? 1 : static_cast<std::size_t>(o_off + (s.segments - 1) * o_stride + s.n + 4));
     Guarded& out = s.in_place ? X : O;
+    // Mode bit 2 (add_rmsnorm): x += a first, written back bit for bit as ew's ADD.
+    const bool add = (s.mode & 2u) != 0;
+    REQUIRE_FALSE((add && s.in_place));
+    Guarded A(ctx, add ? X.size() : 1);
     std::vector<float> seg(static_cast<std::size_t>(s.n)), want(seg.size());
     for (std::int64_t g = 0; g < s.segments; ++g) {
+        const auto at = static_cast<std::size_t>(s.x_off + g * s.x_stride);
         seg = rnd.uniform(seg.size(), -2.0f, 2.0f);
-        X.set(static_cast<std::size_t>(s.x_off + g * s.x_stride), seg);
+        X.set(at, seg);
+        if (add) {
+            const std::vector<float> a = rnd.uniform(seg.size(), -2.0f, 2.0f);
+            A.set(at, a);
+            for (std::size_t i = 0; i < seg.size(); ++i) {
+                seg[i] += a[i];
+                X.expect(at + i, seg[i], 0);
+            }
+        }
         cpu::rmsnorm(seg.data(), weight.data(), s.eps, s.n, want.data());
         for (std::int64_t i = 0; i < s.n; ++i) {
-            const float w = s.mode == 1 ? want[i] * s.scale : want[i];
+            const float w = (s.mode & 1u) != 0 ? want[i] * s.scale : want[i];
             out.expect(o_off + g * o_stride + i, w, 2e-6 * std::abs(w) + 1e-30);
         }
     }
     X.upload();
     O.upload();
+    A.upload();
     const vulkan::Buffer W = test_ops::input(ctx, weight);
     const vulkan::NormPush p{u32(s.segments), u32(s.n),    u32(s.x_off), u32(s.x_stride), u32(o_off),
                              u32(o_stride),   s.mode,      s.eps,        s.scale};
-    vulkan::Kernel raw(ctx, "rmsnorm", 3, sizeof(vulkan::NormPush));
+    vulkan::Kernel raw(ctx, "rmsnorm", 4, sizeof(vulkan::NormPush));
     vulkan::Frame f(ctx);
     f.begin();
-    if (s.groups == 0) {
-        dev->ops->rmsnorm(f, p, X.buffer(), W, out.buffer());
-    } else {
-        const vulkan::Binding b[] = {{&X.buffer()}, {&W}, {&out.buffer()}};
+    if (s.groups > 0) {
+        const vulkan::Binding b[] = {{&X.buffer()}, {&W}, {&out.buffer()}, {add ? &A.buffer() : &X.buffer()}};
         f.dispatch(raw, b, &p, s.groups);
+    } else if (add) {
+        dev->ops->add_rmsnorm(f, p, X.buffer(), A.buffer(), W, out.buffer());
+    } else {
+        dev->ops->rmsnorm(f, p, X.buffer(), W, out.buffer());
     }
     f.run();
     test_ops::check(X, "x");
     if (!s.in_place) test_ops::check(O, "out");
+    if (add) test_ops::check(A, "a");
 }
 
 // ---- ew -----------------------------------------------------------------------------
@@ -828,8 +845,9 @@ NormShape random_norm(test_ops::Rand& r, std::string& name) {
     s.o_stride = s.n + r.between(0, 3);
     s.in_place = r.between(0, 1) == 1;
     s.mode = static_cast<std::uint32_t>(r.between(0, 1));
+    if (!s.in_place && r.between(0, 1) == 1) s.mode |= 2u;  // add_rmsnorm
     s.eps = 1e-6f;
-    s.scale = s.mode == 1 ? 0.25f : 0.0f;
+    s.scale = (s.mode & 1u) != 0 ? 0.25f : 0.0f;
     name = "random segments=" + str(s.segments) + " n=" + str(s.n) + " x_off=" + str(s.x_off) +
            " x_stride=" + str(s.x_stride) +
            (s.in_place ? std::string(" in place") : " o_off=" + str(s.o_off) + " o_stride=" + str(s.o_stride)) +
@@ -990,6 +1008,10 @@ TEST_CASE("backend-ops rmsnorm: segments against cpu::rmsnorm") {
         {"2 rows of 4096, mode 1 (the final norm x 1/24)", 2, 4096, 0, 4096, 0, 4096, false, 1, 1e-6f, 1.0f / 24},
         {"3 rows of 1000, eps 1e-5", 3, 1000, 0, 1000, 2, 1001, false, 0, 1e-5f},
         {"2 workgroups stride over 5 segments of 33", 5, 33, 1, 40, 0, 33, false, 0, 1e-6f, 0, 2},
+        {"add_rmsnorm: a decode row of 1024", 1, 1024, 0, 1024, 0, 1024, false, 2},
+        {"add_rmsnorm: 9 rows of 300 strided at offsets", 9, 300, 4, 310, 3, 301, false, 2},
+        {"add_rmsnorm and scale: 2 rows of 129", 2, 129, 0, 129, 0, 129, false, 3, 1e-6f, 0.5f},
+        {"add_rmsnorm: 2 workgroups stride over 7 segments of 65", 7, 65, 1, 70, 0, 65, false, 2, 1e-6f, 0, 2},
     };
     subcases(shapes, 12, 200, random_norm, norm_case);
 }

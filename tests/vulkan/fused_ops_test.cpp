@@ -175,3 +175,60 @@ TEST_CASE("vulkan fused swiglu: qact of silu(gate)·up equals ew's SWIGLU then q
     CHECK(s1[blocks + 2] == 0.0f);  // the zero block
     CHECK(s1[0] > 0.0f);
 }
+
+TEST_CASE("vulkan fused conv_add_norm: a decode row's conv, residual add and norm equal sconv, ew ADD, rmsnorm") {
+    auto* dev = test_ops::device();
+    if (!dev) return;
+    vulkan::Context& ctx = *dev->ctx;
+    // D 1000 (the lanes' last pass short), a 4-tap conv, the row at batch row 2 of 4, the state
+    // at an offset in a bigger buffer; and D 64 with 2 taps, and 1 tap (no state).
+    struct Shape {
+        std::uint32_t D, kernel, row, R, st_off;
+    };
+    for (const Shape s : {Shape{1000, 4, 2, 4, 37}, Shape{64, 2, 0, 1, 0}, Shape{130, 1, 1, 2, 5}}) {
+        CAPTURE(s.D);
+        CAPTURE(s.kernel);
+        test_ops::Rand rnd(s.D + s.kernel);
+        const std::uint32_t taps = s.kernel - 1;
+        const std::vector<float> x = rnd.uniform(std::size_t{s.R} * s.D, -2.0f, 2.0f),
+                                 a = rnd.uniform(x.size(), -2.0f, 2.0f),
+                                 wc = rnd.uniform(std::size_t{s.D} * s.kernel, -0.5f, 0.5f),
+                                 st = rnd.uniform(s.st_off + std::size_t{s.D} * taps + 3, -1.0f, 1.0f),
+                                 wn = rnd.uniform(s.D, 0.5f, 1.5f);
+        const vulkan::Buffer Wc = test_ops::input(ctx, wc), Wn = test_ops::input(ctx, wn);
+        // Fused.
+        vulkan::Buffer X1 = test_ops::input(ctx, x), A1 = test_ops::input(ctx, a), S1 = test_ops::input(ctx, st),
+                       H1 = test_ops::input(ctx, std::vector<float>(x.size(), 0.0f));
+        // Unfused: sconv in place on a (its span: the one row), x += a, h = rmsnorm(x).
+        vulkan::Buffer X2 = test_ops::input(ctx, x), A2 = test_ops::input(ctx, a), S2 = test_ops::input(ctx, st),
+                       H2 = test_ops::input(ctx, std::vector<float>(x.size(), 0.0f));
+        const float eps = 1e-6f;
+        vulkan::Frame f(ctx);
+        f.begin();
+        dev->ops->conv_add_norm(f, {s.row, s.D, s.kernel, s.st_off, eps}, X1, A1, Wc, S1, Wn, H1);
+        dev->ops->sconv(f, {1, s.D, s.kernel, s.row * s.D, s.st_off}, A2, Wc, S2);
+        f.barrier();
+        dev->ops->ew(f, vulkan::EwOp::Add, X2, A2, u32(static_cast<std::int64_t>(x.size())));
+        f.barrier();
+        dev->ops->rmsnorm(f, {1, s.D, s.row * s.D, s.D, s.row * s.D, s.D, 0, eps, 0.0f}, X2, Wn, H2);
+        f.run();
+        const std::size_t n = x.size();
+        const auto x1 = read(X1, n), x2 = read(X2, n), h1 = read(H1, n), h2 = read(H2, n);
+        // The row's x and h as the unfused path's (whose ew ADD also ran over the other rows).
+        const auto row = [&](const std::vector<float>& v) {
+            return std::vector<float>(v.begin() + std::size_t{s.row} * s.D, v.begin() + std::size_t{s.row + 1} * s.D);
+        };
+        CHECK(differing(row(x1), row(x2)) == 0);
+        CHECK(differing(h1, h2) == 0);
+        CHECK(differing(read(S1, st.size()), read(S2, st.size())) == 0);
+        CHECK(differing(read(A1, n), a) == 0);  // the fused op leaves its input alone
+        // Only the row's x and h changed.
+        for (std::uint32_t r = 0; r < s.R; ++r) {
+            if (r == s.row) continue;
+            for (std::uint32_t c = 0; c < s.D; ++c) {
+                const std::size_t i = std::size_t{r} * s.D + c;
+                CHECK((x1[i] == x[i] && h1[i] == 0.0f));
+            }
+        }
+    }
+}

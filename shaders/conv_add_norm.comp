@@ -1,0 +1,47 @@
+// A decode row's block tail in one dispatch: the short conv of a (sconv.comp's, the residual
+// inside, its state advanced), the residual add x += conv(a) (ew.comp's ADD), then
+// h = rmsnorm(x) ⊙ weight (rmsnorm.comp's) — three dispatches and two barriers of the
+// unfused path. One workgroup: the span's one row (a span of one row reads no other row's
+// input, so the state is this workgroup's alone). The same float operations in the same
+// order as the three shaders: the conv's taps oldest first then the raw input, raw + acc;
+// the lanes' strided squares, subgroupAdd, the subgroups' partials in order; so the bits
+// are the unfused path's.
+#version 450
+#extension GL_KHR_shader_subgroup_arithmetic : require
+layout(local_size_x = 128) in;  // rmsnorm.comp's: the same partial sums
+layout(std430, set = 0, binding = 0) buffer X { float x[]; };               // [R][D], += conv(a)
+layout(std430, set = 0, binding = 1) readonly buffer A { float a[]; };      // [R][D], the conv's input
+layout(std430, set = 0, binding = 2) readonly buffer Wc { float wc[]; };    // [D][kernel]
+layout(std430, set = 0, binding = 3) buffer State { float st[]; };          // [D][kernel − 1] at st_off
+layout(std430, set = 0, binding = 4) readonly buffer Wn { float wn[]; };    // [D]
+layout(std430, set = 0, binding = 5) writeonly buffer H { float h[]; };     // [R][D]
+layout(push_constant) uniform Push {
+    uint row, channels, kernel, st_off;
+    float eps;
+} p;
+shared float partial[32];
+
+void main() {
+    const uint lane = gl_LocalInvocationID.x;
+    const uint subgroups = (gl_WorkGroupSize.x + gl_SubgroupSize - 1) / gl_SubgroupSize;
+    const uint taps = p.kernel - 1u, xb = p.row * p.channels;
+    float acc2 = 0.0;
+    for (uint c = lane; c < p.channels; c += gl_WorkGroupSize.x) {
+        const float raw = a[xb + c];
+        float acc = 0.0;
+        for (uint j = 0; j < taps; ++j) acc += wc[c * p.kernel + j] * st[p.st_off + c * taps + j];
+        acc += wc[c * p.kernel + taps] * raw;
+        for (uint j = 0; j + 1u < taps; ++j) st[p.st_off + c * taps + j] = st[p.st_off + c * taps + j + 1u];
+        if (taps > 0u) st[p.st_off + c * taps + taps - 1u] = raw;
+        const float v = x[xb + c] + (raw + acc);
+        x[xb + c] = v;
+        acc2 += v * v;
+    }
+    acc2 = subgroupAdd(acc2);
+    if (gl_SubgroupInvocationID == 0) partial[gl_SubgroupID] = acc2;
+    barrier();
+    float total = 0.0;
+    for (uint s = 0; s < subgroups; ++s) total += partial[s];
+    const float inv = 1.0 / sqrt(total / float(p.channels) + p.eps);
+    for (uint c = lane; c < p.channels; c += gl_WorkGroupSize.x) h[xb + c] = x[xb + c] * inv * wn[c];
+}
