@@ -6,6 +6,9 @@
 // order as the three shaders: the conv's taps oldest first then the raw input, raw + acc;
 // the lanes' strided squares, subgroupAdd, the subgroups' partials in order; so the bits
 // are the unfused path's.
+// K > 0: the conv's input is the MoE layer's output, joined here as moe_join.comp joins it —
+// Σ_k w[row][k]·y[row·K + k] + Σ_j sw[row][j]·shared[j][row] in its order — instead of read
+// from a (the join's dispatch and barrier saved too; a is not written).
 #version 450
 #extension GL_KHR_shader_subgroup_arithmetic : require
 layout(local_size_x = 128) in;  // rmsnorm.comp's: the same partial sums
@@ -15,10 +18,26 @@ layout(std430, set = 0, binding = 2) readonly buffer Wc { float wc[]; };    // [
 layout(std430, set = 0, binding = 3) buffer State { float st[]; };          // [D][kernel − 1] at st_off
 layout(std430, set = 0, binding = 4) readonly buffer Wn { float wn[]; };    // [D]
 layout(std430, set = 0, binding = 5) writeonly buffer H { float h[]; };     // [R][D]
+layout(std430, set = 0, binding = 6) readonly buffer Y { float y[]; };         // K > 0: [R·K][D]
+layout(std430, set = 0, binding = 7) readonly buffer RouteW { float rw[]; };   // [R][K]
+layout(std430, set = 0, binding = 8) readonly buffer Shared { float sh[]; };   // [NS][R·D]
+layout(std430, set = 0, binding = 9) readonly buffer SharedW { float sw[]; };  // [R][NS]
 layout(push_constant) uniform Push {
     uint row, channels, kernel, st_off;
     float eps;
+    uint K, NS, n;  // the join (K > 0): pairs and shared experts a row, floats of shared's slices
 } p;
+
+// The conv's input at channel c of the row: a, or the MoE join (moe_join.comp's sums).
+float input_at(uint c) {
+    if (p.K == 0u) return a[p.row * p.channels + c];
+    const uint i = p.row * p.channels + c;
+    float r = 0.0;
+    for (uint k = 0; k < p.K; ++k) r += rw[p.row * p.K + k] * y[(p.row * p.K + k) * p.channels + c];
+    float s = 0.0;
+    for (uint j = 0; j < p.NS; ++j) s += sw[p.row * p.NS + j] * sh[j * p.n + i];
+    return p.NS > 0u ? r + s : r;
+}
 shared float partial[32];
 
 void main() {
@@ -27,7 +46,7 @@ void main() {
     const uint taps = p.kernel - 1u, xb = p.row * p.channels;
     float acc2 = 0.0;
     for (uint c = lane; c < p.channels; c += gl_WorkGroupSize.x) {
-        const float raw = a[xb + c];
+        const float raw = input_at(c);
         float acc = 0.0;
         for (uint j = 0; j < taps; ++j) acc += wc[c * p.kernel + j] * st[p.st_off + c * taps + j];
         acc += wc[c * p.kernel + taps] * raw;

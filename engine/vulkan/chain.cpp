@@ -443,16 +443,24 @@ void Chain::join_moe(Frame& f, int i) {
     mlp_conv_add(f, i);
 }
 
-void Chain::mlp_conv_add(Frame& f, int i) { conv_add(f, i, 3, *layer_[i]->mlp_conv); }
+void Chain::mlp_conv_add(Frame& f, int i, bool join) { conv_add(f, i, 3, *layer_[i]->mlp_conv, join); }
 
-void Chain::conv_add(Frame& f, int layer, int which, const Buffer& w) {
+void Chain::conv_add(Frame& f, int layer, int which, const Buffer& w, bool join) {
     add_pending_ = true;  // x += a joins the next norm (norm_x) or the step's end (apply_add)
-    // Spans of one row each (decode): the conv waits too, for norm_x's conv_add_norm.
+    // Spans of one row each (decode): the conv (and the join) wait too, for norm_x's conv_add_norm.
     if (std::all_of(spans_.begin(), spans_.end(), [](const Span& sp) { return sp.rows == 1; })) {
-        conv_pending_ = {layer, which, &w};
+        conv_pending_ = {layer, which, &w, join};
         return;
     }
+    if (join) record_join(f);
     record_conv(f, layer, which, w);
+}
+
+void Chain::record_join(Frame& f) {
+    const std::int64_t D = c_.hidden;
+    ops_->moe_join(f, {u32(R_ * D), u32(D), u32(c_.top_k), u32(c_.shared_experts)}, a_, py_, route_w_, shared_out_,
+                   shared_wd_);
+    f.barrier();
 }
 
 void Chain::record_conv(Frame& f, int layer, int which, const Buffer& w) {
@@ -469,7 +477,10 @@ void Chain::norm_x(Frame& f, const Buffer& weight) {
             const Mirror& m = mirror(sp.state);
             const ConvAddNormPush p{u32(sp.first), D, u32(c_.conv_kernel),
                                     m.conv_at[conv_pending_.layer][conv_pending_.which], static_cast<float>(c_.eps)};
-            ops_->conv_add_norm(f, p, x_, a_, *conv_pending_.weights, *m.conv, weight, h_);
+            const JoinInput join{&py_, &route_w_, &shared_out_, &shared_wd_, u32(c_.top_k), u32(c_.shared_experts),
+                                 u32(R_ * c_.hidden)};
+            ops_->conv_add_norm(f, p, x_, a_, *conv_pending_.weights, *m.conv, weight, h_,
+                                conv_pending_.join ? &join : nullptr);
         }
         conv_pending_ = {};
     } else {
@@ -483,6 +494,7 @@ void Chain::norm_x(Frame& f, const Buffer& weight) {
 
 void Chain::apply_add(Frame& f) {
     if (conv_pending_.layer >= 0) {
+        if (conv_pending_.join) record_join(f);
         record_conv(f, conv_pending_.layer, conv_pending_.which, *conv_pending_.weights);
         conv_pending_ = {};
     }
@@ -655,7 +667,7 @@ void Chain::dense_mlp(int i) {
 bool Chain::moe_resident(int i) {
     if (!resident(i)) return false;
     const LayerBuffers& B = *layer_[i];
-    const std::int64_t D = c_.hidden, R = R_, K = c_.top_k, P = R * K, NS = c_.shared_experts;
+    const std::int64_t R = R_, K = c_.top_k, P = R * K, NS = c_.shared_experts;
     const std::int64_t E = c_.experts + NS;
     // The routes stay in device memory through the layer (the pairs' gemvs read them);
     // finish() copies them to route_e_ for the host's usage counts.
@@ -673,9 +685,7 @@ bool Chain::moe_resident(int i) {
     shared_down(f, i);
     tier_->record_pairs(f, i, u32(P), u32(K), h_, route_e, pg_, pu_, py_, {&act_q_, &act_s_});
     f.barrier();
-    ops_->moe_join(f, {u32(R * D), u32(D), u32(K), u32(NS)}, a_, py_, route_w_, shared_out_, shared_wd_);
-    f.barrier();
-    mlp_conv_add(f, i);
+    mlp_conv_add(f, i, /*join=*/true);  // on decode the join goes into the next norm's dispatch too
     stats_.device_pairs += static_cast<std::uint64_t>(P);
     return true;
 }

@@ -162,17 +162,19 @@ private:
     // The rest of frame A1 after the MLP's output a_: its conv per span, barrier; the
     // residual add x += a is left pending for the next norm of x to fuse (norm_x) or the
     // step's end (apply_add).
-    void mlp_conv_add(Frame& f, int i);
+    void mlp_conv_add(Frame& f, int i, bool join = false);  // join: a is the resident MoE join, still to compute
     // Conv `which` of `layer` over a, then x += a — on decode (every span one row) both left
     // pending for norm_x to fuse (conv_add_norm.comp), else the conv now and the add pending.
-    void conv_add(Frame& f, int layer, int which, const Buffer& w);
+    void conv_add(Frame& f, int layer, int which, const Buffer& w, bool join = false);
     void record_conv(Frame& f, int layer, int which, const Buffer& w);  // each span's sconv, barrier
+    void record_join(Frame& f);  // a = the resident layer's MoE join (moe_join.comp), barrier
     void norm_x(Frame& f, const Buffer& weight);  // h = rmsnorm(x (+= conv(a) / a if pending)), barrier
     void apply_add(Frame& f);                      // the pending conv and x += a on their own
     bool add_pending_ = false;
     struct PendingConv {
         int layer = -1, which = -1;
         const Buffer* weights = nullptr;
+        bool join = false;  // the conv's input is the resident MoE join (py_, route_w_, shared_*)
     } conv_pending_;
     // Runs frame A1 (run_frame: submits and waits, counting the wait).
     void run_a1();

@@ -56,7 +56,7 @@ Ops::Ops(Context& ctx)
       moe_bf16_(std::make_unique<Kernel>(ctx, "moe_gemv", 6, sizeof(MoeGemvPush), std::vector<std::uint32_t>{1})),
       join_(std::make_unique<Kernel>(ctx, "moe_join", 5, sizeof(JoinPush))),
       kvstore_(std::make_unique<Kernel>(ctx, "kvstore", 2, sizeof(KvStorePush))),
-      conv_add_norm_(std::make_unique<Kernel>(ctx, "conv_add_norm", 6, sizeof(ConvAddNormPush))) {
+      conv_add_norm_(std::make_unique<Kernel>(ctx, "conv_add_norm", 10, sizeof(ConvAddNormPush))) {
     for (std::uint32_t k = 0; k < 4; ++k) {
         const std::vector<std::uint32_t> nu{1u << k};
         attn_split_[k] = std::make_unique<Kernel>(ctx, "relattn_split", 9, sizeof(SplitPush), nu);
@@ -170,9 +170,17 @@ std::size_t Ops::attn_part_floats_max(std::uint32_t hd) {
 }
 
 void Ops::conv_add_norm(Frame& f, const ConvAddNormPush& p, const Buffer& x, const Buffer& a, const Buffer& conv_w,
-                        const Buffer& state, const Buffer& norm_w, const Buffer& h) const {
-    const Binding b[] = {{&x}, {&a}, {&conv_w}, {&state}, {&norm_w}, {&h}};
-    f.dispatch(*conv_add_norm_, b, &p, 1);  // the row's one workgroup
+                        const Buffer& state, const Buffer& norm_w, const Buffer& h, const JoinInput* join) const {
+    ConvAddNormPush q = p;
+    q.K = join ? join->K : 0u;
+    q.NS = join ? join->NS : 0u;
+    q.n = join ? join->n : 0u;
+    // Without a join its four bindings are a again, never read.
+    const Binding b[] = {{&x},      {&a}, {&conv_w},
+                         {&state},  {&norm_w}, {&h},
+                         {join ? join->y : &a}, {join ? join->route_w : &a}, {join ? join->shared : &a},
+                         {join ? join->shared_w : &a}};
+    f.dispatch(*conv_add_norm_, b, &q, 1);  // the row's one workgroup
 }
 
 void Ops::kvstore(Frame& f, const KvStorePush& p, const Buffer& fresh, const Buffer& ring) const {

@@ -80,6 +80,13 @@ struct AttnSplit {
 struct ConvAddNormPush {
     std::uint32_t row, channels, kernel, st_off;
     float eps;
+    std::uint32_t K = 0, NS = 0, n = 0;  // set by Ops::conv_add_norm from its join
+};
+// The MoE join conv_add_norm computes its input from instead of reading a: moe_join's
+// buffers and counts (JoinPush's K, NS; n = R·D).
+struct JoinInput {
+    const Buffer *y, *route_w, *shared, *shared_w;
+    std::uint32_t K, NS, n;
 };
 
 // kvstore.comp: a span's fresh K or V rows into a session's mirror ring.
@@ -161,8 +168,10 @@ public:
     // range. A bigger call (a prefill) splits only if its range holds attn_part_floats(p).
     static std::size_t attn_part_floats_max(std::uint32_t hd);
     void kvstore(Frame& f, const KvStorePush& p, const Buffer& fresh, const Buffer& ring) const;
+    // With `join`, the conv's input is that MoE join, computed in the dispatch (a not read).
     void conv_add_norm(Frame& f, const ConvAddNormPush& p, const Buffer& x, const Buffer& a, const Buffer& conv_w,
-                       const Buffer& state, const Buffer& norm_w, const Buffer& h) const;
+                       const Buffer& state, const Buffer& norm_w, const Buffer& h,
+                       const JoinInput* join = nullptr) const;
     void moe_route(Frame& f, const RoutePush& p, const Binding& logits, const Buffer& bias, const Binding& route_e,
                    const Buffer& route_w, const Buffer& shared_w) const;
     void moe_gemv(Frame& f, bool bf16, const MoeGemvPush& p, const Buffer& w, const Buffer& x, const Buffer& y,

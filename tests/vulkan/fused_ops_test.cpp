@@ -232,3 +232,48 @@ TEST_CASE("vulkan fused conv_add_norm: a decode row's conv, residual add and nor
         }
     }
 }
+
+TEST_CASE("vulkan fused conv_add_norm: the MoE join as the conv's input equals moe_join, sconv, ew ADD, rmsnorm") {
+    auto* dev = test_ops::device();
+    if (!dev) return;
+    vulkan::Context& ctx = *dev->ctx;
+    // R 3 rows of D 200, the row 1; K 4 pairs a row; 0, 1 and 2 shared experts.
+    const std::uint32_t D = 200, R = 3, K = 4, row = 1, kernel = 4, taps = kernel - 1;
+    for (const std::uint32_t NS : {0u, 1u, 2u}) {
+        CAPTURE(NS);
+        test_ops::Rand rnd(100 + NS);
+        const std::vector<float> x = rnd.uniform(std::size_t{R} * D, -2.0f, 2.0f),
+                                 y = rnd.uniform(std::size_t{R} * K * D, -1.0f, 1.0f),
+                                 rw = rnd.uniform(std::size_t{R} * K, 0.0f, 1.0f),
+                                 sh = rnd.uniform(std::size_t{std::max(NS, 1u)} * R * D, -1.0f, 1.0f),
+                                 sw = rnd.uniform(std::size_t{R} * std::max(NS, 1u), 0.0f, 1.0f),
+                                 wc = rnd.uniform(std::size_t{D} * kernel, -0.5f, 0.5f),
+                                 st = rnd.uniform(std::size_t{D} * taps, -1.0f, 1.0f), wn = rnd.uniform(D, 0.5f, 1.5f);
+        const vulkan::Buffer Y = test_ops::input(ctx, y), RW = test_ops::input(ctx, rw), SH = test_ops::input(ctx, sh),
+                             SW = test_ops::input(ctx, sw), Wc = test_ops::input(ctx, wc), Wn = test_ops::input(ctx, wn);
+        const std::vector<float> zeros(x.size(), 0.0f);
+        vulkan::Buffer X1 = test_ops::input(ctx, x), A1 = test_ops::input(ctx, zeros), S1 = test_ops::input(ctx, st),
+                       H1 = test_ops::input(ctx, zeros);
+        vulkan::Buffer X2 = test_ops::input(ctx, x), A2 = test_ops::input(ctx, zeros), S2 = test_ops::input(ctx, st),
+                       H2 = test_ops::input(ctx, zeros);
+        const float eps = 1e-6f;
+        const vulkan::JoinInput join{&Y, &RW, &SH, &SW, K, NS, R * D};
+        vulkan::Frame f(ctx);
+        f.begin();
+        dev->ops->conv_add_norm(f, {row, D, kernel, 0, eps}, X1, A1, Wc, S1, Wn, H1, &join);
+        dev->ops->moe_join(f, {R * D, D, K, NS}, A2, Y, RW, SH, SW);
+        f.barrier();
+        dev->ops->sconv(f, {1, D, kernel, row * D, 0}, A2, Wc, S2);
+        f.barrier();
+        dev->ops->ew(f, vulkan::EwOp::Add, X2, A2, R * D);
+        f.barrier();
+        dev->ops->rmsnorm(f, {1, D, row * D, D, row * D, D, 0, eps, 0.0f}, X2, Wn, H2);
+        f.run();
+        const auto x1 = read(X1, x.size()), x2 = read(X2, x.size());
+        CHECK(differing(std::vector<float>(x1.begin() + row * D, x1.begin() + (row + 1) * D),
+                        std::vector<float>(x2.begin() + row * D, x2.begin() + (row + 1) * D)) == 0);
+        CHECK(differing(read(H1, x.size()), read(H2, x.size())) == 0);
+        CHECK(differing(read(S1, st.size()), read(S2, st.size())) == 0);
+        CHECK(differing(read(A1, x.size()), zeros) == 0);  // a is not written
+    }
+}
