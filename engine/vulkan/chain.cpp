@@ -526,14 +526,15 @@ void Chain::attention(int i) {
     gemv(f, *B.wv, h_, 0, u32(R), vf_, 0, u32(kvd));
     gemv(f, *B.wr, h_, 0, u32(R), r_, 0, u32(H * c_.d_rel));
     f.barrier();
+    // The K conv with the k-norm (conv_norm.comp), the V conv and the q-norm: one stage.
     for (const Span& sp : spans_) {
         Mirror& m = mirror(sp.state);
-        sconv(f, kf_, u32(sp.first * kvd), u32(sp.rows), u32(kvd), *B.k_conv, m, i, 0);
+        ops_->conv_norm(f, {u32(sp.rows), u32(kvd), u32(c_.conv_kernel), u32(sp.first * kvd), m.conv_at[i][0], u32(hd),
+                            static_cast<float>(c_.eps)},
+                        kf_, *B.k_conv, *m.conv, *B.k_norm);
         sconv(f, vf_, u32(sp.first * kvd), u32(sp.rows), u32(kvd), *B.v_conv, m, i, 1);
     }
-    f.barrier();
     rmsnorm(f, q_, 0, u32(R * H), u32(hd), *B.q_norm, q_, 0);
-    rmsnorm(f, kf_, 0, u32(R * KV), u32(hd), *B.k_norm, kf_, 0);
     f.barrier();
     // A split layer: the host attends the positions the device no longer holds, from
     // the canonical cache (the CPU's attention in its statistics mode), and the device's

@@ -56,7 +56,8 @@ Ops::Ops(Context& ctx)
       moe_bf16_(std::make_unique<Kernel>(ctx, "moe_gemv", 6, sizeof(MoeGemvPush), std::vector<std::uint32_t>{1})),
       join_(std::make_unique<Kernel>(ctx, "moe_join", 5, sizeof(JoinPush))),
       kvstore_(std::make_unique<Kernel>(ctx, "kvstore", 2, sizeof(KvStorePush))),
-      conv_add_norm_(std::make_unique<Kernel>(ctx, "conv_add_norm", 10, sizeof(ConvAddNormPush))) {
+      conv_add_norm_(std::make_unique<Kernel>(ctx, "conv_add_norm", 10, sizeof(ConvAddNormPush))),
+      conv_norm_(std::make_unique<Kernel>(ctx, "conv_norm", 4, sizeof(ConvNormPush))) {
     for (std::uint32_t k = 0; k < 4; ++k) {
         const std::vector<std::uint32_t> nu{1u << k};
         attn_split_[k] = std::make_unique<Kernel>(ctx, "relattn_split", 9, sizeof(SplitPush), nu);
@@ -167,6 +168,12 @@ std::size_t Ops::attn_part_floats(const AttnPush& p, const AttnSplit& s) {
 std::size_t Ops::attn_part_floats_max(std::uint32_t hd) {
     // rows·H·chunks ≤ rows·H·⌊kSplitGroups / (rows·H)⌋ ≤ kSplitGroups while rows·H ≤ kSplitGroups.
     return kSplitGroups * (std::size_t{hd} + 2);
+}
+
+void Ops::conv_norm(Frame& f, const ConvNormPush& p, const Buffer& x, const Buffer& conv_w, const Buffer& state,
+                    const Buffer& norm_w) const {
+    const Binding b[] = {{&x}, {&conv_w}, {&state}, {&norm_w}};
+    f.dispatch(*conv_norm_, b, &p, groups_for(p.channels / std::max<std::uint32_t>(p.hd, 1), 1));  // a workgroup a head
 }
 
 void Ops::conv_add_norm(Frame& f, const ConvAddNormPush& p, const Buffer& x, const Buffer& a, const Buffer& conv_w,

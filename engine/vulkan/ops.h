@@ -75,6 +75,14 @@ struct AttnSplit {
     std::uint32_t chunk = 0, chunks = 0;
 };
 
+// conv_norm.comp: sconv over a span's rows of `channels` (= heads × hd), then each head's
+// RMSNorm of hd with one weight — the K rows' conv and k-norm in one dispatch.
+struct ConvNormPush {
+    std::uint32_t rows, channels, kernel, x_off, st_off;
+    std::uint32_t hd;
+    float eps;
+};
+
 // conv_add_norm.comp: for one span of one row at batch row `row`: x += sconv(a) (the state
 // at st_off advanced), h = rmsnorm(x) ⊙ weight — sconv, ew ADD and rmsnorm in one dispatch.
 struct ConvAddNormPush {
@@ -169,6 +177,8 @@ public:
     static std::size_t attn_part_floats_max(std::uint32_t hd);
     void kvstore(Frame& f, const KvStorePush& p, const Buffer& fresh, const Buffer& ring) const;
     // With `join`, the conv's input is that MoE join, computed in the dispatch (a not read).
+    void conv_norm(Frame& f, const ConvNormPush& p, const Buffer& x, const Buffer& conv_w, const Buffer& state,
+                   const Buffer& norm_w) const;
     void conv_add_norm(Frame& f, const ConvAddNormPush& p, const Buffer& x, const Buffer& a, const Buffer& conv_w,
                        const Buffer& state, const Buffer& norm_w, const Buffer& h,
                        const JoinInput* join = nullptr) const;
@@ -188,7 +198,7 @@ public:
 private:
     std::unique_ptr<Kernel> gemv_f32_, gemv_bf16_, rmsnorm_, ew_, sconv_, attn_;
     std::unique_ptr<Kernel> attn_split_[4], attn_merge_[4];  // dims a lane: 1, 2, 4, 8
-    std::unique_ptr<Kernel> route_, moe_f32_, moe_bf16_, join_, kvstore_, conv_add_norm_;
+    std::unique_ptr<Kernel> route_, moe_f32_, moe_bf16_, join_, kvstore_, conv_add_norm_, conv_norm_;
     std::unique_ptr<Kernel> qact_, moe_i8_, moe_q4_;
 };
 

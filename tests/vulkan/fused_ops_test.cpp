@@ -277,3 +277,42 @@ TEST_CASE("vulkan fused conv_add_norm: the MoE join as the conv's input equals m
         CHECK(differing(read(A1, x.size()), zeros) == 0);  // a is not written
     }
 }
+
+TEST_CASE("vulkan fused conv_norm: the K rows' conv and per-head norm equal sconv then rmsnorm") {
+    auto* dev = test_ops::device();
+    if (!dev) return;
+    vulkan::Context& ctx = *dev->ctx;
+    struct Shape {
+        std::uint32_t KV, hd, rows, kernel, first, R;
+    };
+    // A decode row, a span of 9 rows at batch row 3 (the convs' history crosses rows), hd 256
+    // (two channels a lane), hd 48 (lanes idle), a 1-tap conv (no state).
+    for (const Shape s : {Shape{2, 128, 1, 4, 0, 1}, Shape{8, 64, 9, 4, 3, 14}, Shape{1, 256, 3, 3, 1, 5},
+                          Shape{4, 48, 2, 1, 0, 2}}) {
+        CAPTURE(s.hd);
+        CAPTURE(s.rows);
+        test_ops::Rand rnd(s.KV * 1000 + s.hd);
+        const std::uint32_t C = s.KV * s.hd, taps = s.kernel - 1, st_off = 11;
+        const std::vector<float> x = rnd.uniform(std::size_t{s.R} * C, -2.0f, 2.0f),
+                                 wc = rnd.uniform(std::size_t{C} * s.kernel, -0.5f, 0.5f),
+                                 st = rnd.uniform(st_off + std::size_t{C} * taps + 2, -1.0f, 1.0f),
+                                 wn = rnd.uniform(s.hd, 0.5f, 1.5f);
+        const vulkan::Buffer Wc = test_ops::input(ctx, wc), Wn = test_ops::input(ctx, wn);
+        vulkan::Buffer X1 = test_ops::input(ctx, x), S1 = test_ops::input(ctx, st);
+        vulkan::Buffer X2 = test_ops::input(ctx, x), S2 = test_ops::input(ctx, st);
+        const float eps = 1e-6f;
+        vulkan::Frame f(ctx);
+        f.begin();
+        dev->ops->conv_norm(f, {s.rows, C, s.kernel, s.first * C, st_off, s.hd, eps}, X1, Wc, S1, Wn);
+        dev->ops->sconv(f, {s.rows, C, s.kernel, s.first * C, st_off}, X2, Wc, S2);
+        f.barrier();
+        dev->ops->rmsnorm(f, {s.rows * s.KV, s.hd, s.first * C, s.hd, s.first * C, s.hd, 0, eps, 0.0f}, X2, Wn, X2);
+        f.run();
+        const auto x1 = read(X1, x.size());
+        CHECK(differing(x1, read(X2, x.size())) == 0);
+        CHECK(differing(read(S1, st.size()), read(S2, st.size())) == 0);
+        // Rows outside the span untouched.
+        for (std::size_t i = 0; i < x.size(); ++i)
+            if (i < std::size_t{s.first} * C || i >= std::size_t{s.first + s.rows} * C) CHECK(x1[i] == x[i]);
+    }
+}
