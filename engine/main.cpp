@@ -472,7 +472,10 @@ int cmd_bench(const cxxopts::ParseResult& args) {
         std::vector<int> counts;
         std::stringstream ss(args["sessions"].as<std::string>());
         for (std::string n; std::getline(ss, n, ',');) counts.push_back(std::stoi(n));
-        j["sessions"] = inkling::bench::bench_sessions(model, pool, counts, N);
+        fw.set_chain(nullptr);  // the device's memory to the sessions' forward
+        j["sessions"] = inkling::bench::bench_sessions(model, pool, counts, N, [&](inkling::forward::Forward& sf) {
+            attach_device(sf, model, args);
+        });
         for (const auto& row : j["sessions"])
             std::fprintf(stderr, "[bench] %s: %d sessions decode %.1f tok/s in all (%.2fx one session)\n",
                          model.dir.filename().string().c_str(), row["sessions"].get<int>(), row["aggregate_tok_s"].get<double>(),

@@ -60,13 +60,14 @@ std::vector<std::int32_t> pseudo_prompt(const model::Config& c, int n, std::uint
 }
 
 nlohmann::json bench_sessions(const model::Model& model, cpu::ThreadPool& pool, const std::vector<int>& counts,
-                              int tokens) {
+                              int tokens, const std::function<void(forward::Forward&)>& attach) {
     int most = 1;
     for (int n : counts) most = std::max(most, n);
     serve::ServeOptions o;
     o.slots = most;
     o.context = 64 + tokens + 8;
     serve::Scheduler sched(model, nullptr, pool, o);
+    if (attach) attach(sched.forward());  // the Vulkan chain, as the bench's --vulkan says
     nlohmann::json rows = nlohmann::json::array();
     double single = 0;
     for (int n : counts) {

@@ -2,12 +2,17 @@
 // batched together, and time to first token with and without prefix reuse.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/cpu/thread_pool.h"
 #include "engine/model/weights.h"
+
+namespace inkling::forward {
+class Forward;
+}
 
 namespace inkling::bench {
 
@@ -16,9 +21,10 @@ namespace inkling::bench {
 std::vector<std::int32_t> pseudo_prompt(const model::Config& config, int n, std::uint64_t seed);
 
 // For each count n: n sessions decoding `tokens` greedy tokens each at once; aggregate
-// tokens/s, and its ratio to the single session.
+// tokens/s, and its ratio to the single session. `attach` gets the scheduler's forward
+// first (the Vulkan chain, as the run's flags say).
 nlohmann::json bench_sessions(const model::Model& model, cpu::ThreadPool& pool, const std::vector<int>& counts,
-                              int tokens);
+                              int tokens, const std::function<void(forward::Forward&)>& attach = {});
 
 // A `conversation`-token first turn, then a follow-up turn that extends it: time to first
 // token when the slot's state is reused, and when it is not (reset=1).
