@@ -6,17 +6,43 @@
 // the order the CPU sums routed contributions in. One workgroup a row: its invocations
 // compute every expert's sigmoid and choice at once, then one picks the K best from
 // shared memory.
+// D > 0: the row's router logits are computed here from h and the router matrix (FORMAT
+// 0 f32, 1 bf16), each expert's by one subgroup as gemv.comp computes a row (its lanes'
+// 16-byte loads in order, subgroupAdd) — the same bits as the router's gemv, without its
+// dispatch and the barrier after it. For routers small enough that one workgroup reads
+// them in less time than a dispatch takes (Ops::router_fits).
 #version 450
+#extension GL_KHR_shader_subgroup_arithmetic : require
 layout(local_size_x = 256) in;
+layout(constant_id = 0) const uint FORMAT = 0;
 layout(std430, set = 0, binding = 0) readonly buffer Logits { float lg[]; };   // [R][E+NS]
 layout(std430, set = 0, binding = 1) readonly buffer Bias { float bias[]; };   // [E]
 layout(std430, set = 0, binding = 2) writeonly buffer RouteE { uint re[]; };   // [R][K]
 layout(std430, set = 0, binding = 3) writeonly buffer RouteW { float rw[]; };  // [R][K]
 layout(std430, set = 0, binding = 4) writeonly buffer SharedW { float sw[]; }; // [R][NS]
-layout(push_constant) uniform Push { uint R, E, NS, K; float scale; } p;
+layout(std430, set = 0, binding = 5) readonly buffer W4 { uvec4 w4[]; };       // D > 0: [E+NS][D]
+layout(std430, set = 0, binding = 6) readonly buffer X4 { vec4 x4[]; };        // D > 0: h [R][D]
+layout(push_constant) uniform Push { uint R, E, NS, K; float scale; uint D; } p;
 
 const uint kMaxE = 1024;  // the chain declines more experts
 shared float sig[kMaxE], choice[kMaxE];
+shared float slog[kMaxE + 16];  // D > 0: the row's logits (shared experts after the routed)
+
+float term(uvec4 q, uint xi) {
+    if (FORMAT == 0) return dot(uintBitsToFloat(q), x4[xi]);
+    const vec4 lo = uintBitsToFloat(q << 16), hi = uintBitsToFloat(q & 0xffff0000u);
+    return dot(vec4(lo.x, hi.x, lo.y, hi.y), x4[xi]) + dot(vec4(lo.z, hi.z, lo.w, hi.w), x4[xi + 1]);
+}
+
+// Logit e of the row as gemv.comp's subgroup makes it (a 16-byte-aligned row, D a multiple
+// of 8: Ops::router_fits).
+float logit(uint row, uint e) {
+    const uint per = FORMAT == 0 ? 4u : 8u, n = p.D / per, base = e * n, xb = row * p.D;
+    const uint lane = gl_SubgroupInvocationID, width = gl_SubgroupSize;
+    float acc = 0.0;
+    for (uint c = lane; c < n; c += width) acc += term(w4[base + c], (xb + c * per) / 4u);
+    return subgroupAdd(acc);
+}
 shared uint taken[kMaxE / 32];
 
 float sigm(float v) { return 1.0 / (1.0 + exp(-v)); }
@@ -26,8 +52,15 @@ void main() {
     if (row >= p.R) return;
     const uint lane = gl_LocalInvocationID.x;
     const uint lb = row * (p.E + p.NS);
+    if (p.D > 0u) {
+        for (uint e = gl_SubgroupID; e < p.E + p.NS; e += gl_NumSubgroups) {
+            const float v = logit(row, e);
+            if (gl_SubgroupInvocationID == 0) slog[e] = v;
+        }
+        barrier();
+    }
     for (uint e = lane; e < p.E; e += gl_WorkGroupSize.x) {
-        sig[e] = sigm(lg[lb + e]);
+        sig[e] = sigm(p.D > 0u ? slog[e] : lg[lb + e]);
         choice[e] = sig[e] + bias[e];
     }
     for (uint w = lane; w < (p.E + 31u) / 32u; w += gl_WorkGroupSize.x) taken[w] = 0u;
@@ -46,7 +79,7 @@ void main() {
         chosen[k] = best;
         z += sig[best];
     }
-    for (uint j = 0; j < p.NS; ++j) z += sigm(lg[lb + p.E + j]);
+    for (uint j = 0; j < p.NS; ++j) z += sigm(p.D > 0u ? slog[p.E + j] : lg[lb + p.E + j]);
     const float scale = p.scale / z;
     // Increasing expert id (insertion sort of K ids).
     for (uint a = 1; a < p.K; ++a) {
@@ -59,5 +92,5 @@ void main() {
         re[row * p.K + k] = chosen[k];
         rw[row * p.K + k] = sig[chosen[k]] * scale;
     }
-    for (uint j = 0; j < p.NS; ++j) sw[row * p.NS + j] = sigm(lg[lb + p.E + j]) * scale;
+    for (uint j = 0; j < p.NS; ++j) sw[row * p.NS + j] = sigm(p.D > 0u ? slog[p.E + j] : lg[lb + p.E + j]) * scale;
 }

@@ -677,12 +677,22 @@ bool Chain::moe_resident(int i) {
     // Router logits and top-k on the device: pairs (row, k) in increasing expert id. The
     // shared experts go beside the routed ones stage by stage (they read h, as the router
     // does), their SwiGLU inside their down projection, beside the pairs' gate/up.
-    gemv(f, *B.router, h_, 0, u32(R), route_logits_, 0, u32(E));
-    shared_gate_up(f, i);
-    f.barrier();
-    ops_->moe_route(f, {u32(R), u32(c_.experts), u32(NS), u32(K), tier_->route_scale(i)}, {&route_logits_},
-                    tier_->bias(i), route_e, route_w_, shared_wd_);
-    f.barrier();
+    const RoutePush rp{u32(R), u32(c_.experts), u32(NS), u32(K), tier_->route_scale(i)};
+    const bool bf16 = B.router->dtype == model::DType::BF16;
+    if (B.router->chunks.size() == 1 && Ops::router_fits(u32(c_.experts), u32(NS), u32(c_.hidden), bf16)) {
+        // A small router: its logits and the top-k in one dispatch, beside the shared experts'
+        // gate/up (the logits' bits are the router gemv's).
+        ops_->moe_router_route(f, rp, bf16, *B.router->chunks[0].buffer, u32(c_.hidden), h_, tier_->bias(i), route_e,
+                               route_w_, shared_wd_);
+        shared_gate_up(f, i);
+        f.barrier();
+    } else {
+        gemv(f, *B.router, h_, 0, u32(R), route_logits_, 0, u32(E));
+        shared_gate_up(f, i);
+        f.barrier();
+        ops_->moe_route(f, rp, {&route_logits_}, tier_->bias(i), route_e, route_w_, shared_wd_);
+        f.barrier();
+    }
     shared_down(f, i);
     tier_->record_pairs(f, i, u32(P), u32(K), h_, route_e, pg_, pu_, py_, {&act_q_, &act_s_});
     f.barrier();

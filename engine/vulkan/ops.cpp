@@ -51,7 +51,8 @@ Ops::Ops(Context& ctx)
       ew_(std::make_unique<Kernel>(ctx, "ew", 4, sizeof(EwPush))),
       sconv_(std::make_unique<Kernel>(ctx, "sconv", 3, sizeof(ConvPush))),
       attn_(std::make_unique<Kernel>(ctx, "relattn", 10, sizeof(AttnPush))),
-      route_(std::make_unique<Kernel>(ctx, "moe_route", 5, sizeof(RoutePush))),
+      route_(std::make_unique<Kernel>(ctx, "moe_route", 7, sizeof(RoutePush), std::vector<std::uint32_t>{0})),
+      route_bf16_(std::make_unique<Kernel>(ctx, "moe_route", 7, sizeof(RoutePush), std::vector<std::uint32_t>{1})),
       moe_f32_(std::make_unique<Kernel>(ctx, "moe_gemv", 6, sizeof(MoeGemvPush), std::vector<std::uint32_t>{0})),
       moe_bf16_(std::make_unique<Kernel>(ctx, "moe_gemv", 6, sizeof(MoeGemvPush), std::vector<std::uint32_t>{1})),
       join_(std::make_unique<Kernel>(ctx, "moe_join", 5, sizeof(JoinPush))),
@@ -197,8 +198,27 @@ void Ops::kvstore(Frame& f, const KvStorePush& p, const Buffer& fresh, const Buf
 
 void Ops::moe_route(Frame& f, const RoutePush& p, const Binding& logits, const Buffer& bias, const Binding& route_e,
                     const Buffer& route_w, const Buffer& shared_w) const {
-    const Binding b[] = {logits, {&bias}, route_e, {&route_w}, {&shared_w}};
-    f.dispatch(*route_, b, &p, p.R);  // one workgroup a row
+    RoutePush q = p;
+    q.D = 0;
+    const Binding b[] = {logits, {&bias}, route_e, {&route_w}, {&shared_w}, logits, logits};  // the last two unread
+    f.dispatch(*route_, b, &q, q.R);  // one workgroup a row
+}
+
+void Ops::moe_router_route(Frame& f, const RoutePush& p, bool bf16, const Buffer& router, std::uint32_t D,
+                           const Buffer& h, const Buffer& bias, const Binding& route_e, const Buffer& route_w,
+                           const Buffer& shared_w) const {
+    if (!router_fits(p.E, p.NS, D, bf16)) throw std::invalid_argument("moe_router_route: the router does not fit one workgroup");
+    RoutePush q = p;
+    q.D = D;
+    const Binding b[] = {{&h}, {&bias}, route_e, {&route_w}, {&shared_w}, {&router}, {&h}};
+    f.dispatch(bf16 ? *route_bf16_ : *route_, b, &q, q.R);
+}
+
+bool Ops::router_fits(std::uint32_t experts, std::uint32_t shared, std::uint32_t D, bool bf16) {
+    // 16-byte rows (the shader's loads), logits in its shared memory, and a matrix of at most
+    // 256 KiB: one workgroup streams that in about the time a dispatch and a barrier take.
+    const std::uint64_t bytes = std::uint64_t{experts + shared} * D * (bf16 ? 2 : 4);
+    return D % 8 == 0 && experts <= 1024 && shared <= 16 && bytes <= (256u << 10);
 }
 
 void Ops::moe_gemv(Frame& f, bool bf16, const MoeGemvPush& p, const Buffer& w, const Buffer& x, const Buffer& y,

@@ -105,7 +105,8 @@ struct KvStorePush {
 // moe_route.comp: the router's top-k per row, pairs in increasing expert id.
 struct RoutePush {
     std::uint32_t R, E, NS, K;
-    float scale;  // route_scale × the layer's router scale
+    float scale;         // route_scale × the layer's router scale
+    std::uint32_t D = 0;  // set by Ops::moe_router_route: the logits computed from h
 };
 
 // moe_gemv.comp: y[q][o] = Σ_i W_slot(route[q])[o][i] · x[q / x_div][i] over the slots
@@ -184,6 +185,12 @@ public:
                        const JoinInput* join = nullptr) const;
     void moe_route(Frame& f, const RoutePush& p, const Binding& logits, const Buffer& bias, const Binding& route_e,
                    const Buffer& route_w, const Buffer& shared_w) const;
+    // The router's logits and top-k in one dispatch (moe_route.comp with D > 0): for routers
+    // whose matrix one workgroup reads fast (router_fits); the logits are the router gemv's bits.
+    void moe_router_route(Frame& f, const RoutePush& p, bool bf16, const Buffer& router, std::uint32_t D,
+                          const Buffer& h, const Buffer& bias, const Binding& route_e, const Buffer& route_w,
+                          const Buffer& shared_w) const;
+    static bool router_fits(std::uint32_t experts, std::uint32_t shared, std::uint32_t D, bool bf16);
     void moe_gemv(Frame& f, bool bf16, const MoeGemvPush& p, const Buffer& w, const Buffer& x, const Buffer& y,
                   const Binding& route_e, const Buffer& slots, const Buffer* up = nullptr) const;
     // Whether qact and moe_gemv_int exist (the device has shaderFloat64).
@@ -198,7 +205,7 @@ public:
 private:
     std::unique_ptr<Kernel> gemv_f32_, gemv_bf16_, rmsnorm_, ew_, sconv_, attn_;
     std::unique_ptr<Kernel> attn_split_[4], attn_merge_[4];  // dims a lane: 1, 2, 4, 8
-    std::unique_ptr<Kernel> route_, moe_f32_, moe_bf16_, join_, kvstore_, conv_add_norm_, conv_norm_;
+    std::unique_ptr<Kernel> route_, route_bf16_, moe_f32_, moe_bf16_, join_, kvstore_, conv_add_norm_, conv_norm_;
     std::unique_ptr<Kernel> qact_, moe_i8_, moe_q4_;
 };
 

@@ -316,3 +316,45 @@ TEST_CASE("vulkan fused conv_norm: the K rows' conv and per-head norm equal scon
             if (i < std::size_t{s.first} * C || i >= std::size_t{s.first + s.rows} * C) CHECK(x1[i] == x[i]);
     }
 }
+
+TEST_CASE("vulkan fused router: logits and top-k in one dispatch equal the router gemv then moe_route") {
+    auto* dev = test_ops::device();
+    if (!dev) return;
+    vulkan::Context& ctx = *dev->ctx;
+    struct Shape {
+        std::uint32_t R, E, NS, K, D;
+        bool bf16;
+    };
+    for (const Shape s : {Shape{1, 32, 1, 4, 1024, true}, Shape{3, 16, 2, 4, 64, false}, Shape{2, 64, 0, 6, 512, true}}) {
+        CAPTURE(s.E);
+        CAPTURE(s.bf16);
+        REQUIRE(vulkan::Ops::router_fits(s.E, s.NS, s.D, s.bf16));
+        test_ops::Rand rnd(s.E + s.D);
+        const std::uint32_t rows = s.E + s.NS;
+        const std::vector<float> h = rnd.uniform(std::size_t{s.R} * s.D, -1.0f, 1.0f),
+                                 bias = rnd.uniform(s.E, -0.05f, 0.05f);
+        std::vector<float> wf = rnd.uniform(std::size_t{rows} * s.D, -0.2f, 0.2f);
+        std::vector<std::uint16_t> wb(wf.size());
+        for (std::size_t i = 0; i < wf.size(); ++i) wb[i] = top_half(wf[i]);
+        const vulkan::Buffer W = s.bf16 ? test_ops::input(ctx, wb) : test_ops::input(ctx, wf);
+        const vulkan::Buffer Hb = test_ops::input(ctx, h), Bias = test_ops::input(ctx, bias);
+        vulkan::Buffer L(ctx, std::size_t{s.R} * rows * 4, vulkan::Buffer::Kind::Device);
+        const std::size_t P = std::size_t{s.R} * s.K, S = std::max<std::size_t>(1, std::size_t{s.R} * s.NS);
+        vulkan::Buffer E1(ctx, P * 4, vulkan::Buffer::Kind::Device), E2(ctx, P * 4, vulkan::Buffer::Kind::Device),
+            W1(ctx, P * 4, vulkan::Buffer::Kind::Device), W2(ctx, P * 4, vulkan::Buffer::Kind::Device),
+            S1(ctx, S * 4, vulkan::Buffer::Kind::Device), S2(ctx, S * 4, vulkan::Buffer::Kind::Device);
+        const vulkan::RoutePush rp{s.R, s.E, s.NS, s.K, 2.5f};
+        vulkan::Frame f(ctx);
+        f.begin();
+        dev->ops->moe_router_route(f, rp, s.bf16, W, s.D, Hb, Bias, {&E1}, W1, S1);
+        dev->ops->gemv(f, s.bf16, W, Hb, L, {rows, s.D, s.R, s.D, 0, 0, s.D, 0, rows});
+        f.barrier();
+        dev->ops->moe_route(f, rp, {&L}, Bias, {&E2}, W2, S2);
+        f.run();
+        CHECK(differing(read(E1, P), read(E2, P)) == 0);  // expert ids, compared as bits
+        CHECK(differing(read(W1, P), read(W2, P)) == 0);
+        if (s.NS > 0) CHECK(differing(read(S1, S), read(S2, S)) == 0);
+    }
+    CHECK_FALSE(vulkan::Ops::router_fits(256, 2, 4096, true));  // Inkling-Small's: 2 MB, the gemv's
+    CHECK_FALSE(vulkan::Ops::router_fits(32, 1, 1020, true));   // rows not a multiple of 16 bytes
+}
