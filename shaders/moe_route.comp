@@ -40,7 +40,16 @@ float logit(uint row, uint e) {
     const uint per = FORMAT == 0 ? 4u : 8u, n = p.D / per, base = e * n, xb = row * p.D;
     const uint lane = gl_SubgroupInvocationID, width = gl_SubgroupSize;
     float acc = 0.0;
-    for (uint c = lane; c < n; c += width) acc += term(w4[base + c], (xb + c * per) / 4u);
+    uint c = lane;
+    for (; c + 3u * width < n; c += 4u * width) {  // four loads in flight, summed in order (gemv.comp's)
+        const uvec4 q0 = w4[base + c], q1 = w4[base + c + width], q2 = w4[base + c + 2u * width],
+                    q3 = w4[base + c + 3u * width];
+        acc += term(q0, (xb + c * per) / 4u);
+        acc += term(q1, (xb + (c + width) * per) / 4u);
+        acc += term(q2, (xb + (c + 2u * width) * per) / 4u);
+        acc += term(q3, (xb + (c + 3u * width) * per) / 4u);
+    }
+    for (; c < n; c += width) acc += term(w4[base + c], (xb + c * per) / 4u);
     return subgroupAdd(acc);
 }
 shared uint taken[kMaxE / 32];

@@ -65,6 +65,7 @@ void Frame::begin() {
     bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     ctx_.check(vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
     recording_ = true;
+    bound_ = VK_NULL_HANDLE;
     dispatches_ = barriers_ = 0;
     stamped_.clear();
     if (profile_) {
@@ -82,7 +83,10 @@ void Frame::dispatch(const Kernel& k, std::span<const Binding> bindings, const v
         throw std::logic_error(k.name() + ": " + std::to_string(bindings.size()) + " buffers bound, the shader takes " +
                                std::to_string(k.bindings()));
     VkDescriptorSetLayout layout = k.set_layout();
-    std::string key(reinterpret_cast<const char*>(&layout), sizeof layout);
+    // The key in a buffer kept across dispatches: a decode step records hundreds, and a
+    // fresh string each (past the small-string size) was an allocation each.
+    std::string& key = key_;
+    key.assign(reinterpret_cast<const char*>(&layout), sizeof layout);
     for (const Binding& b : bindings) {
         const std::uint64_t v[3] = {b.buffer->serial(), b.offset, b.bytes};
         key.append(reinterpret_cast<const char*>(v), sizeof v);
@@ -109,9 +113,12 @@ void Frame::dispatch(const Kernel& k, std::span<const Binding> bindings, const v
             writes[i].pBufferInfo = &infos[i];
         }
         vkUpdateDescriptorSets(ctx_.device(), static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
-        sets_.emplace(std::move(key), set);
+        sets_.emplace(key, set);
     }
-    vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline());
+    if (k.pipeline() != bound_) {  // consecutive dispatches of one kernel bind it once
+        vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline());
+        bound_ = k.pipeline();
+    }
     vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout(), 0, 1, &set, 0, nullptr);
     if (k.push_bytes()) vkCmdPushConstants(cmd_, k.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, k.push_bytes(), push);
     vkCmdDispatch(cmd_, gx, gy, gz);

@@ -72,6 +72,8 @@ private:
     VkCommandBuffer cmd_ = VK_NULL_HANDLE;
     VkDescriptorPool descriptors_ = VK_NULL_HANDLE;  // sets kept across begin()s
     std::unordered_map<std::string, VkDescriptorSet> sets_;  // layout + buffer ranges → set
+    std::string key_;                            // dispatch()'s key, its storage reused
+    VkPipeline bound_ = VK_NULL_HANDLE;          // the pipeline bound last in this recording
     Profile* profile_ = nullptr;
     VkQueryPool queries_ = VK_NULL_HANDLE;
     std::vector<std::string> stamped_;  // the command before each timestamp after the first
