@@ -39,38 +39,22 @@ float input_at(uint c) {
     return p.NS > 0u ? r + s : r;
 }
 shared float partial[32];
-const uint B = 4u;  // channels a lane keeps in flight
 
 void main() {
     const uint lane = gl_LocalInvocationID.x;
     const uint subgroups = (gl_WorkGroupSize.x + gl_SubgroupSize - 1) / gl_SubgroupSize;
     const uint taps = p.kernel - 1u, xb = p.row * p.channels;
-    // A lane's channels lane, lane + 128, … in batches of B, every load of a batch issued
-    // before its arithmetic (one workgroup walking the channels a load at a time waited on
-    // each); the arithmetic and the order of the squares' sum are unchanged.
     float acc2 = 0.0;
-    for (uint base = 0; base < p.channels; base += 128u * B) {
-        float raw[B], xv[B], w[B][9], hist[B][8];
-        for (uint k = 0; k < B; ++k) {
-            const uint c = base + lane + 128u * k;
-            if (c >= p.channels) break;
-            raw[k] = input_at(c);
-            xv[k] = x[xb + c];
-            for (uint j = 0; j < p.kernel; ++j) w[k][j] = wc[c * p.kernel + j];
-            for (uint j = 0; j < taps; ++j) hist[k][j] = st[p.st_off + c * taps + j];
-        }
-        for (uint k = 0; k < B; ++k) {
-            const uint c = base + lane + 128u * k;
-            if (c >= p.channels) break;
-            float acc = 0.0;
-            for (uint j = 0; j < taps; ++j) acc += w[k][j] * hist[k][j];
-            acc += w[k][taps] * raw[k];
-            for (uint j = 0; j + 1u < taps; ++j) st[p.st_off + c * taps + j] = hist[k][j + 1u];
-            if (taps > 0u) st[p.st_off + c * taps + taps - 1u] = raw[k];
-            const float v = xv[k] + (raw[k] + acc);
-            x[xb + c] = v;
-            acc2 += v * v;
-        }
+    for (uint c = lane; c < p.channels; c += gl_WorkGroupSize.x) {
+        const float raw = input_at(c);
+        float acc = 0.0;
+        for (uint j = 0; j < taps; ++j) acc += wc[c * p.kernel + j] * st[p.st_off + c * taps + j];
+        acc += wc[c * p.kernel + taps] * raw;
+        for (uint j = 0; j + 1u < taps; ++j) st[p.st_off + c * taps + j] = st[p.st_off + c * taps + j + 1u];
+        if (taps > 0u) st[p.st_off + c * taps + taps - 1u] = raw;
+        const float v = x[xb + c] + (raw + acc);
+        x[xb + c] = v;
+        acc2 += v * v;
     }
     acc2 = subgroupAdd(acc2);
     if (gl_SubgroupInvocationID == 0) partial[gl_SubgroupID] = acc2;
@@ -78,16 +62,5 @@ void main() {
     float total = 0.0;
     for (uint s = 0; s < subgroups; ++s) total += partial[s];
     const float inv = 1.0 / sqrt(total / float(p.channels) + p.eps);
-    for (uint base = 0; base < p.channels; base += 128u * B) {
-        float v[B], w[B];
-        for (uint k = 0; k < B; ++k) {
-            const uint c = base + lane + 128u * k;
-            v[k] = c < p.channels ? x[xb + c] : 0.0;
-            w[k] = c < p.channels ? wn[c] : 0.0;
-        }
-        for (uint k = 0; k < B; ++k) {
-            const uint c = base + lane + 128u * k;
-            if (c < p.channels) h[xb + c] = v[k] * inv * w[k];
-        }
-    }
+    for (uint c = lane; c < p.channels; c += gl_WorkGroupSize.x) h[xb + c] = x[xb + c] * inv * wn[c];
 }
