@@ -4,14 +4,19 @@
 // unfused path. One workgroup: the span's one row (a span of one row reads no other row's
 // input, so the state is this workgroup's alone). The same float operations in the same
 // order as the three shaders: the conv's taps oldest first then the raw input, raw + acc;
-// the lanes' strided squares, subgroupAdd, the subgroups' partials in order; so the bits
-// are the unfused path's.
+// the norm as rmsnorm.comp computes it, its lanes' partial sums grouped by this shader's
+// workgroup size.
 // K > 0: the conv's input is the MoE layer's output, joined here as moe_join.comp joins it —
 // Σ_k w[row][k]·y[row·K + k] + Σ_j sw[row][j]·shared[j][row] in its order — instead of read
 // from a (the join's dispatch and barrier saved too; a is not written).
 #version 450
 #extension GL_KHR_shader_subgroup_arithmetic : require
-layout(local_size_x = 128) in;  // rmsnorm.comp's: the same partial sums
+// As many lanes as the device allows, up to 1024 (specialization constant 0, Ops): one
+// workgroup walking a row of D with 128 lanes waited on a channel's loads D/128 times in
+// turn (16.6 µs a dispatch on the H200 at D = 1024). The conv and the add are per element,
+// so x and the state are the unfused path's bits; the norm's sum of squares groups the
+// lanes' partials differently from rmsnorm.comp's 128 (within float rounding of it).
+layout(local_size_x_id = 0) in;
 layout(std430, set = 0, binding = 0) buffer X { float x[]; };               // [R][D], += conv(a)
 layout(std430, set = 0, binding = 1) readonly buffer A { float a[]; };      // [R][D], the conv's input
 layout(std430, set = 0, binding = 2) readonly buffer Wc { float wc[]; };    // [D][kernel]
@@ -38,7 +43,7 @@ float input_at(uint c) {
     for (uint j = 0; j < p.NS; ++j) s += sw[p.row * p.NS + j] * sh[j * p.n + i];
     return p.NS > 0u ? r + s : r;
 }
-shared float partial[32];
+shared float partial[256];  // a subgroup's partial: 1024 lanes in subgroups of 4 at least
 
 void main() {
     const uint lane = gl_LocalInvocationID.x;

@@ -13,7 +13,7 @@
 // them in less time than a dispatch takes (Ops::router_fits).
 #version 450
 #extension GL_KHR_shader_subgroup_arithmetic : require
-layout(local_size_x = 256) in;
+layout(local_size_x_id = 1) in;  // 256, or 1024 where the device allows (Ops): more subgroups for the logits
 layout(constant_id = 0) const uint FORMAT = 0;
 layout(std430, set = 0, binding = 0) readonly buffer Logits { float lg[]; };   // [R][E+NS]
 layout(std430, set = 0, binding = 1) readonly buffer Bias { float bias[]; };   // [E]

@@ -42,6 +42,14 @@ std::uint64_t visible(const AttnPush& p) {
     return pos + 1 - std::max<std::uint64_t>(from, p.lo);
 }
 
+// A one-workgroup kernel's lanes: 1024, or the most the device allows (Vulkan promises 128),
+// a power of two no smaller than `least`.
+std::uint32_t wide_lanes(const Context& ctx, std::uint32_t least) {
+    std::uint32_t lanes = least;
+    while (lanes < 1024 && lanes * 2 <= ctx.info().max_workgroup_invocations) lanes *= 2;
+    return lanes;
+}
+
 }  // namespace
 
 Ops::Ops(Context& ctx)
@@ -51,13 +59,16 @@ Ops::Ops(Context& ctx)
       ew_(std::make_unique<Kernel>(ctx, "ew", 4, sizeof(EwPush))),
       sconv_(std::make_unique<Kernel>(ctx, "sconv", 3, sizeof(ConvPush))),
       attn_(std::make_unique<Kernel>(ctx, "relattn", 10, sizeof(AttnPush))),
-      route_(std::make_unique<Kernel>(ctx, "moe_route", 7, sizeof(RoutePush), std::vector<std::uint32_t>{0})),
-      route_bf16_(std::make_unique<Kernel>(ctx, "moe_route", 7, sizeof(RoutePush), std::vector<std::uint32_t>{1})),
+      route_(std::make_unique<Kernel>(ctx, "moe_route", 7, sizeof(RoutePush),
+                                      std::vector<std::uint32_t>{0, wide_lanes(ctx, 256)})),
+      route_bf16_(std::make_unique<Kernel>(ctx, "moe_route", 7, sizeof(RoutePush),
+                                           std::vector<std::uint32_t>{1, wide_lanes(ctx, 256)})),
       moe_f32_(std::make_unique<Kernel>(ctx, "moe_gemv", 6, sizeof(MoeGemvPush), std::vector<std::uint32_t>{0})),
       moe_bf16_(std::make_unique<Kernel>(ctx, "moe_gemv", 6, sizeof(MoeGemvPush), std::vector<std::uint32_t>{1})),
       join_(std::make_unique<Kernel>(ctx, "moe_join", 5, sizeof(JoinPush))),
       kvstore_(std::make_unique<Kernel>(ctx, "kvstore", 2, sizeof(KvStorePush))),
-      conv_add_norm_(std::make_unique<Kernel>(ctx, "conv_add_norm", 10, sizeof(ConvAddNormPush))),
+      conv_add_norm_(std::make_unique<Kernel>(ctx, "conv_add_norm", 10, sizeof(ConvAddNormPush),
+                                              std::vector<std::uint32_t>{wide_lanes(ctx, 128)})),
       conv_norm_(std::make_unique<Kernel>(ctx, "conv_norm", 4, sizeof(ConvNormPush))) {
     for (std::uint32_t k = 0; k < 4; ++k) {
         const std::vector<std::uint32_t> nu{1u << k};

@@ -1,10 +1,10 @@
-// The SwiGLU fused into the ops that read the MLP's product (gemv, moe_gemv, qact with an
-// `up` buffer): the chain's down projections and the integer experts' activation
-// quantization no longer run ew's SWIGLU and a barrier first. The oracle is that two-step
-// path on the same device — ew.comp's SWIGLU into a buffer, then the plain op, each checked
-// against the CPU by the backend-ops suites — which the fused op must give bit for bit (the
-// same float expression, g / (1 + exp(−g)) · u, per element); and the CPU within the plain
-// op's bound, for gemv.
+// The fused ops of the decode step against the unfused ones they replace, on the same
+// device (each unfused op checked against the CPU by the backend-ops suites): the SwiGLU
+// inside gemv / moe_gemv / qact (`up` buffers), the router's logits inside moe_route, the K
+// conv with the k-norm (conv_norm) — all bit for bit (the same float expressions in the
+// same order) — and a decode row's conv + residual add + norm (conv_add_norm, with the MoE
+// join as its input or not): x and the conv state bit for bit, h within float rounding (its
+// workgroup is wider than rmsnorm.comp's, so the sum of squares groups differently).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -219,7 +219,8 @@ TEST_CASE("vulkan fused conv_add_norm: a decode row's conv, residual add and nor
             return std::vector<float>(v.begin() + std::size_t{s.row} * s.D, v.begin() + std::size_t{s.row + 1} * s.D);
         };
         CHECK(differing(row(x1), row(x2)) == 0);
-        CHECK(differing(h1, h2) == 0);
+        // h: rmsnorm's arithmetic, its lanes' partials grouped by the wider workgroup.
+        for (std::size_t i = 0; i < n; ++i) CHECK(std::abs(h1[i] - h2[i]) <= 2e-6f * std::abs(h2[i]) + 1e-30f);
         CHECK(differing(read(S1, st.size()), read(S2, st.size())) == 0);
         CHECK(differing(read(A1, n), a) == 0);  // the fused op leaves its input alone
         // Only the row's x and h changed.
@@ -272,7 +273,8 @@ TEST_CASE("vulkan fused conv_add_norm: the MoE join as the conv's input equals m
         const auto x1 = read(X1, x.size()), x2 = read(X2, x.size());
         CHECK(differing(std::vector<float>(x1.begin() + row * D, x1.begin() + (row + 1) * D),
                         std::vector<float>(x2.begin() + row * D, x2.begin() + (row + 1) * D)) == 0);
-        CHECK(differing(read(H1, x.size()), read(H2, x.size())) == 0);
+        const auto h1 = read(H1, x.size()), h2 = read(H2, x.size());
+        for (std::size_t i = 0; i < h1.size(); ++i) CHECK(std::abs(h1[i] - h2[i]) <= 2e-6f * std::abs(h2[i]) + 1e-30f);
         CHECK(differing(read(S1, st.size()), read(S2, st.size())) == 0);
         CHECK(differing(read(A1, x.size()), zeros) == 0);  // a is not written
     }
