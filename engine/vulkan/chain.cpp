@@ -125,6 +125,7 @@ Chain::Chain(const model::Model& model, const ChainOptions& o) : model_(model), 
 
     ctx_ = Context::open(o.device, o.budget);
     ops_ = std::make_unique<Ops>(*ctx_);
+    ops_->set_gemm_rows(o.gemm_rows);
 
     // How many layers fit: the budget less lm_head, the final norm and a scratch reserve
     // (with a forced count for tests).

@@ -53,7 +53,9 @@ std::uint32_t wide_lanes(const Context& ctx, std::uint32_t least) {
 }  // namespace
 
 Ops::Ops(Context& ctx)
-    : gemv_f32_(std::make_unique<Kernel>(ctx, "gemv", 4, sizeof(GemvPush), std::vector<std::uint32_t>{0})),
+    : gemm_f32_(std::make_unique<Kernel>(ctx, "gemm", 4, sizeof(GemvPush), std::vector<std::uint32_t>{0})),
+      gemm_bf16_(std::make_unique<Kernel>(ctx, "gemm", 4, sizeof(GemvPush), std::vector<std::uint32_t>{1})),
+      gemv_f32_(std::make_unique<Kernel>(ctx, "gemv", 4, sizeof(GemvPush), std::vector<std::uint32_t>{0})),
       gemv_bf16_(std::make_unique<Kernel>(ctx, "gemv", 4, sizeof(GemvPush), std::vector<std::uint32_t>{1})),
       rmsnorm_(std::make_unique<Kernel>(ctx, "rmsnorm", 4, sizeof(NormPush))),
       ew_(std::make_unique<Kernel>(ctx, "ew", 4, sizeof(EwPush))),
@@ -86,10 +88,21 @@ Ops::~Ops() = default;
 
 void Ops::gemv(Frame& f, bool bf16, const Buffer& w, const Buffer& x, const Buffer& y, const GemvPush& p,
                const Buffer* up) const {
+    if (gemm_rows_ > 0 && p.S >= gemm_rows_ && (std::int64_t{p.O} + 63) / 64 <= 65535) return gemm(f, bf16, w, x, y, p, up);
     GemvPush q = p;
     q.swiglu = up ? 1u : 0u;
     const Binding b[] = {{&w}, {&x}, {&y}, {up ? up : &x}};  // without up the fourth is never read
     f.dispatch(bf16 ? *gemv_bf16_ : *gemv_f32_, b, &q, groups_for(q.O, 4));  // 4 rows a workgroup
+}
+
+void Ops::gemm(Frame& f, bool bf16, const Buffer& w, const Buffer& x, const Buffer& y, const GemvPush& p,
+               const Buffer* up) const {
+    GemvPush q = p;
+    q.swiglu = up ? 1u : 0u;
+    if ((std::int64_t{q.O} + 63) / 64 > 65535 || (std::int64_t{q.S} + 31) / 32 > 65535)
+        throw std::invalid_argument("gemm: " + std::to_string(q.O) + " x " + std::to_string(q.S) + " is past one grid");
+    const Binding b[] = {{&w}, {&x}, {&y}, {up ? up : &x}};
+    f.dispatch(bf16 ? *gemm_bf16_ : *gemm_f32_, b, &q, groups_for(q.O, 64), groups_for(q.S, 32));
 }
 
 void Ops::rmsnorm(Frame& f, const NormPush& p, const Buffer& x, const Buffer& weight, const Buffer& out) const {

@@ -148,6 +148,13 @@ public:
     // ew's: no SwiGLU dispatch and barrier before a down projection). Also moe_gemv, qact.
     void gemv(Frame& f, bool bf16, const Buffer& w, const Buffer& x, const Buffer& y, const GemvPush& p,
               const Buffer* up = nullptr) const;
+    // The same product through gemm.comp (tiles of 32 rows × 64 outputs; each weight read once
+    // per 32 rows). gemv() takes it for p.S ≥ gemm_rows() (0: never, the default until a
+    // device benchmark says where it pays; `--vk-gemm-rows`).
+    void gemm(Frame& f, bool bf16, const Buffer& w, const Buffer& x, const Buffer& y, const GemvPush& p,
+              const Buffer* up = nullptr) const;
+    void set_gemm_rows(std::uint32_t rows) { gemm_rows_ = rows; }
+    std::uint32_t gemm_rows() const { return gemm_rows_; }
     void rmsnorm(Frame& f, const NormPush& p, const Buffer& x, const Buffer& weight, const Buffer& out) const;
     // x += a (written back), then out = rmsnorm(x) ⊙ weight: the residual add and the norm
     // after it in one dispatch (a at the same offsets as x).
@@ -203,6 +210,8 @@ public:
                   const Buffer& shared, const Buffer& shared_w) const;
 
 private:
+    std::uint32_t gemm_rows_ = 0;
+    std::unique_ptr<Kernel> gemm_f32_, gemm_bf16_;
     std::unique_ptr<Kernel> gemv_f32_, gemv_bf16_, rmsnorm_, ew_, sconv_, attn_;
     std::unique_ptr<Kernel> attn_split_[4], attn_merge_[4];  // dims a lane: 1, 2, 4, 8
     std::unique_ptr<Kernel> route_, route_bf16_, moe_f32_, moe_bf16_, join_, kvstore_, conv_add_norm_, conv_norm_;

@@ -49,6 +49,7 @@ std::unique_ptr<Chain> open_chain(const model::Model& model, const VulkanFlags& 
         o.expert_layers = parse_expert_layers(f.experts);
         o.profile = f.profile;
     o.submit_dispatches = f.submit_dispatches;
+    o.gemm_rows = f.gemm_rows;
         o.on_layer = f.on_layer;
         o.history = f.history;
         auto chain = std::make_unique<Chain>(model, o);

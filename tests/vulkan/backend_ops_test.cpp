@@ -103,16 +103,20 @@ void gemv_case(const GemvShape& g, std::uint32_t seed) {
     cpu::ThreadPool pool(1);
     cpu::matmul(xc.data(), g.S, m, want.data(), pool);
 
-    Guarded Y(ctx, static_cast<std::size_t>(g.y_off + (g.S - 1) * g.y_stride + g.O + 5));
+    // Y through gemv (the kernel, or Ops::gemv), G through the tiled gemm (Ops::gemm): the same
+    // product and the same bound.
+    Guarded Y(ctx, static_cast<std::size_t>(g.y_off + (g.S - 1) * g.y_stride + g.O + 5)), G(ctx, Y.size());
     for (std::int64_t s = 0; s < g.S; ++s)
         for (std::int64_t o = 0; o < g.O; ++o) {
             double mag = 0;
             for (std::int64_t i = 0; i < g.I; ++i)
                 mag += std::abs(static_cast<double>(xc[s * g.I + i]) * wf[g.w_off + o * g.stride + i]);
             Y.expect(g.y_off + s * g.y_stride + o, want[s * g.O + o], 1e-5 * mag + 1e-30);
+            G.expect(g.y_off + s * g.y_stride + o, want[s * g.O + o], 1e-5 * mag + 1e-30);
         }
     X.upload();
     Y.upload();
+    G.upload();
 
     // Row chunks [first, first+rows), each in a buffer of its own that starts at its
     // first row's stride, so w_off keeps its meaning; y_off moves to the chunk's rows.
@@ -140,9 +144,11 @@ void gemv_case(const GemvShape& g, std::uint32_t seed) {
             const vulkan::Binding b[] = {{&W[k]}, {&X.buffer()}, {&Y.buffer()}, {&X.buffer()}};
             f.dispatch(raw, b, &p, g.groups);
         }
+        dev->ops->gemm(f, g.bf16, W[k], X.buffer(), G.buffer(), p);
     }
     f.run();
     test_ops::check(Y, "y");
+    test_ops::check(G, "y through gemm");
     test_ops::check(X, "x");
 }
 
@@ -820,7 +826,7 @@ GemvShape random_gemv(test_ops::Rand& r, std::string& name) {
     g.O = r.between(1, 300);
     g.I = r.between(1, 2100 / even) * even;
     if (r.between(0, 1)) g.I = (g.I + 7) / 8 * 8;  // half of them on the 16-byte path
-    g.S = r.between(1, 5);
+    g.S = r.between(0, 3) == 0 ? r.between(6, 70) : r.between(1, 5);  // gemm's tiles of 32 rows and their tails
     g.stride = g.I + r.between(0, 1) * r.between(0, 4) * even * 2;
     g.w_off = r.between(0, 1) * r.between(0, 4) * even * 2;
     g.x_off = r.between(0, 1) * r.between(0, 8);
@@ -995,6 +1001,11 @@ TEST_CASE("backend-ops gemv: f32 and bf16 against cpu::matmul") {
         {"bf16 chunked at row 13, S=2", true, 40, 136, 2, 136, 0, 0, 136, 0, 40, 13},
         {"f32 one workgroup strides over 37 rows", false, 37, 96, 2, 96, 0, 0, 96, 0, 37, 0, 1},
         {"bf16 two workgroups stride over 70 rows", true, 70, 250, 1, 250, 0, 0, 250, 0, 70, 0, 2},
+        // gemm's tiles (32 rows × 64 outputs × 32 columns) and their tails in every direction
+        {"bf16 130x1000 S=70 (three row tiles, two column tails)", true, 130, 1000, 70, 1000, 0, 0, 1000, 0, 130},
+        {"f32 64x32 S=32 (one whole tile)", false, 64, 32, 32, 32, 0, 0, 32, 0, 64},
+        {"bf16 gate/up half S=40: stride 2I, w_off I, x at an offset", true, 65, 96, 40, 192, 96, 3, 100, 2, 70},
+        {"f32 300x33 S=33 chunked at row 100", false, 300, 33, 33, 33, 0, 0, 33, 0, 300, 100},
     };
     subcases(shapes, 24, 100, random_gemv, gemv_case);
 }

@@ -360,3 +360,30 @@ TEST_CASE("vulkan fused router: logits and top-k in one dispatch equal the route
     CHECK_FALSE(vulkan::Ops::router_fits(256, 2, 4096, true));  // Inkling-Small's: 2 MB, the gemv's
     CHECK_FALSE(vulkan::Ops::router_fits(32, 1, 1020, true));   // rows not a multiple of 16 bytes
 }
+
+TEST_CASE("vulkan gemm: silu(gate)·up through the tiled gemm equals ew's SWIGLU then gemm, and Ops::gemv's rule takes it") {
+    auto* dev = test_ops::device();
+    if (!dev) return;
+    vulkan::Context& ctx = *dev->ctx;
+    const std::uint32_t O = 100, I = 200, S = 40;
+    test_ops::Rand rnd(77);
+    const std::vector<float> g = rnd.uniform(std::size_t{S} * I, -4.0f, 4.0f), u = rnd.uniform(g.size(), -2.0f, 2.0f);
+    std::vector<std::uint16_t> wb(std::size_t{O} * I);
+    for (auto& v : wb) v = top_half(rnd.uniform(-0.5f, 0.5f));
+    const vulkan::Buffer W = test_ops::input(ctx, wb), G = test_ops::input(ctx, g), U = test_ops::input(ctx, u);
+    const vulkan::Buffer P = device_swiglu(*dev, g, U);
+    vulkan::Buffer Y1(ctx, std::size_t{S} * O * 4, vulkan::Buffer::Kind::Device),
+        Y2(ctx, std::size_t{S} * O * 4, vulkan::Buffer::Kind::Device), Y3(ctx, std::size_t{S} * O * 4, vulkan::Buffer::Kind::Device);
+    const vulkan::GemvPush p{O, I, S, I, 0, 0, I, 0, O};
+    vulkan::Frame f(ctx);
+    f.begin();
+    dev->ops->gemm(f, true, W, G, Y1, p, &U);
+    dev->ops->gemm(f, true, W, P, Y2, p);
+    dev->ops->set_gemm_rows(S);  // the rule: S rows and more through gemm
+    dev->ops->gemv(f, true, W, P, Y3, p);
+    dev->ops->set_gemm_rows(0);
+    f.run();
+    const auto y1 = read(Y1, std::size_t{S} * O);
+    CHECK(differing(y1, read(Y2, y1.size())) == 0);
+    CHECK(differing(y1, read(Y3, y1.size())) == 0);
+}

@@ -90,6 +90,25 @@ TEST_CASE("vulkan resident experts: decode past 300 positions takes the split at
     }
 }
 
+TEST_CASE("vulkan resident experts: prompts through the tiled gemm (--vk-gemm-rows) give the CPU's tokens") {
+    for (const char* name : {"base-release-bf16", "mixed-hf-f32"}) {
+        CAPTURE(name);
+        auto model = model::load_model(test_paths::fixtures() / name);
+        cpu::ThreadPool pool(2);
+        forward::Forward cpu_fw(model, pool), dev_fw(model, pool);
+        vulkan::ChainOptions o;
+        o.gemm_rows = 8;  // the 19-row prompt and the 7-row chunks; decode rows stay on gemv
+        o.profile = true;
+        auto chain = chain_or_skip(model, o);
+        if (!chain) return;
+        dev_fw.set_chain(std::move(chain));
+        const auto prompt = prompt_for(model.config, 19);
+        check_same(greedy(cpu_fw, model.config, prompt, 6), greedy(dev_fw, model.config, prompt, 6));
+        REQUIRE(dev_fw.chain() != nullptr);
+        if (const auto* prof = dev_fw.chain()->profile()) CHECK(prof->ns_and_count.count("gemm") == 1);
+    }
+}
+
 TEST_CASE("vulkan resident experts: some layers resident, the others routed on the host") {
     auto model = model::load_model(test_paths::fixtures() / "mixed-hf-f32");
     cpu::ThreadPool pool(2);
