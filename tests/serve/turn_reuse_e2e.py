@@ -4,7 +4,8 @@ engine over its wire. A conversation is token ids: each message opens with a rol
 (a --turn-tokens id), and the engine pins a snapshot before each one. A regenerated last
 turn, an edited last user message and a branch must reuse exactly the prompt up to the last
 boundary they share with the slot's conversation (ACCEPT reused=), and their greedy tokens
-must equal a cold run's (reset=1 on another slot). On the trained demo model
+must equal a cold run's (reset=1 on another slot), with the same log-probs (on the Vulkan chain
+within 1e-5: its rows are not bit-invariant across batch shapes). On the trained demo model
 (models/inkling-demo: sliding layers of 32 rows, its tokenizer's <|message_*|> ids found by
 default) and on the ring fixture (sliding window 4, no tokenizer: --turn-tokens given, and
 prefill chunks of 5 that boundaries cut further); the snapshot pool's bounds (--snapshot-mb,
@@ -60,9 +61,19 @@ def reused(r):
 class Conversations:
     """One engine; slot 0 holds the conversation, slot 1 gives the cold runs."""
 
-    def __init__(self, name, eng, chat, n=12):
+    def __init__(self, name, eng, chat, n=12, lp_tol=0.0):
         self.name, self.eng, self.chat, self.n = name, eng, chat, n
         self.count = 0
+        # 0: the log-probs equal to the printed digits (the CPU: a row's bits do not depend on
+        # the batch it is in). The chain's decode attention splits a row's positions by its
+        # step's shape (docs/vulkan.md), so a position computed while decoding and the same
+        # position in a cold prompt chunk can differ in the last bits: there, within lp_tol.
+        self.lp_tol = lp_tol
+
+    def same_logprobs(self, a, b):
+        if self.lp_tol == 0.0:
+            return a == b
+        return len(a) == len(b) and all(abs(float(x) - float(y)) <= self.lp_tol for x, y in zip(a, b))
 
     def run(self, slot, prompt, **keys):
         """The request's DONE frame, its tokens' ids and (in .events) their log-probs. With a tokenizer DATA's payload is
@@ -90,18 +101,19 @@ class Conversations:
         cold = self.run(1, prompt, reset=1)
         got = reused(warm)
         # Exact: the same tokens with the same log-probs (to the printed digits).
-        ok = (got == expect_reused and warm.tokens == cold.tokens and warm.events == cold.events
+        ok = (got == expect_reused and warm.tokens == cold.tokens and self.same_logprobs(warm.events, cold.events)
               and len(warm.tokens) > 0 and reused(cold) == 0)
         checks.report(f"{self.name}: {what}: reused {got} of {len(prompt)} (the shared prefix up to the last "
                       f"boundary: {expect_reused}), tokens equal a cold run's",
-                      ok, {"reused": got, "expected": expect_reused, "warm": warm.tokens, "cold": cold.tokens})
+                      ok, {"reused": got, "expected": expect_reused, "warm": warm.tokens, "cold": cold.tokens,
+                           "lp_warm": warm.events, "lp_cold": cold.events})
         return warm
 
 
-def boundary_cases(name, eng, chat, sizes):
+def boundary_cases(name, eng, chat, sizes, lp_tol=0.0):
     """Regenerate, edit the last user message, branch, and go back: each reuses up to the last
     boundary it shares with what slot 0 holds."""
-    c = Conversations(name, eng, chat)
+    c = Conversations(name, eng, chat, lp_tol=lp_tol)
     s, u1, a1, u2 = sizes
     sysm = chat.message(chat.system, s)
     m_u1 = chat.message(chat.user, u1)
@@ -171,9 +183,11 @@ checks.report("demo: a regenerated text prompt reuses all but its generation pro
 checks.report("demo: the engine exits 0 at EOF", eng.close() == 0)
 
 # ---- the same on the Vulkan chain (lavapipe here): a restored state is uploaded whole -----
+# The same tokens; log-probs within 1e-5 (the chain's rows are not batch-invariant in their last
+# bits: its split decode attention, docs/vulkan.md "Decode attention").
 eng = start(demo, "--vulkan", "on")
 boundary_cases("demo-vulkan", eng, Chat(user=4066, model=4067, system=4068, content=list(range(300, 4000)),
-                                       text_kind=4070, eos=4072, seed=6), (12, 30, 40, 20))
+                                       text_kind=4070, eos=4072, seed=6), (12, 30, 40, 20), lp_tol=1e-5)
 checks.report("demo-vulkan: the engine exits 0 at EOF", eng.close() == 0)
 
 # ---- the ring fixture: window 4, no tokenizer, chunks of 5 ------------------------------
