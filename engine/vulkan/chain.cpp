@@ -474,12 +474,11 @@ void Chain::norm_x(Frame& f, const Buffer& weight) {
     const std::uint32_t D = u32(c_.hidden), R = u32(R_);
     if (conv_pending_.layer >= 0) {
         // Each decode row's conv, residual add and norm in one dispatch.
+        const JoinInput join{&py_, &route_w_, &shared_out_, &shared_wd_, u32(c_.top_k), u32(c_.shared_experts), R * D};
         for (const Span& sp : spans_) {
             const Mirror& m = mirror(sp.state);
             const ConvAddNormPush p{u32(sp.first), D, u32(c_.conv_kernel),
                                     m.conv_at[conv_pending_.layer][conv_pending_.which], static_cast<float>(c_.eps)};
-            const JoinInput join{&py_, &route_w_, &shared_out_, &shared_wd_, u32(c_.top_k), u32(c_.shared_experts),
-                                 u32(R_ * c_.hidden)};
             ops_->conv_add_norm(f, p, x_, a_, *conv_pending_.weights, *m.conv, weight, h_,
                                 conv_pending_.join ? &join : nullptr);
         }

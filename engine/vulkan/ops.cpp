@@ -50,6 +50,11 @@ std::uint32_t wide_lanes(const Context& ctx, std::uint32_t least) {
     return lanes;
 }
 
+// gemm.comp's grid (a workgroup a tile of 64 outputs × 32 rows, no grid-stride loop) holds the product.
+bool gemm_fits(const GemvPush& p) {
+    return (std::int64_t{p.O} + 63) / 64 <= 65535 && (std::int64_t{p.S} + 31) / 32 <= 65535;
+}
+
 }  // namespace
 
 Ops::Ops(Context& ctx)
@@ -88,7 +93,7 @@ Ops::~Ops() = default;
 
 void Ops::gemv(Frame& f, bool bf16, const Buffer& w, const Buffer& x, const Buffer& y, const GemvPush& p,
                const Buffer* up) const {
-    if (gemm_rows_ > 0 && p.S >= gemm_rows_ && (std::int64_t{p.O} + 63) / 64 <= 65535) return gemm(f, bf16, w, x, y, p, up);
+    if (gemm_rows_ > 0 && p.S >= gemm_rows_ && gemm_fits(p)) return gemm(f, bf16, w, x, y, p, up);
     GemvPush q = p;
     q.swiglu = up ? 1u : 0u;
     const Binding b[] = {{&w}, {&x}, {&y}, {up ? up : &x}};  // without up the fourth is never read
@@ -99,7 +104,7 @@ void Ops::gemm(Frame& f, bool bf16, const Buffer& w, const Buffer& x, const Buff
                const Buffer* up) const {
     GemvPush q = p;
     q.swiglu = up ? 1u : 0u;
-    if ((std::int64_t{q.O} + 63) / 64 > 65535 || (std::int64_t{q.S} + 31) / 32 > 65535)
+    if (!gemm_fits(q))
         throw std::invalid_argument("gemm: " + std::to_string(q.O) + " x " + std::to_string(q.S) + " is past one grid");
     const Binding b[] = {{&w}, {&x}, {&y}, {up ? up : &x}};
     f.dispatch(bf16 ? *gemm_bf16_ : *gemm_f32_, b, &q, groups_for(q.O, 64), groups_for(q.S, 32));

@@ -77,10 +77,8 @@ void gemv_case(const GemvShape& g, std::uint32_t seed) {
     const std::int64_t welems = g.w_off + (g.O - 1) * g.stride + g.I + (g.bf16 ? 2 : 1);
     std::vector<float> wf = rnd.uniform(static_cast<std::size_t>(welems + (welems & 1)), -1.0f, 1.0f);
     std::vector<std::uint16_t> wb(wf.size());
-    for (std::size_t i = 0; i < wf.size(); ++i) {  // bf16: the top half of the f32, exactly what its bits say
-        std::uint32_t bits;
-        std::memcpy(&bits, &wf[i], 4);
-        wb[i] = static_cast<std::uint16_t>(bits >> 16);
+    for (std::size_t i = 0; i < wf.size(); ++i) {
+        wb[i] = test_ops::bf16_top(wf[i]);
         if (g.bf16) wf[i] = model::bf16_to_f32(wb[i]);
     }
     model::Matrix m;
@@ -699,9 +697,7 @@ void moe_gemv_case(const MoeShape& m, std::uint32_t seed) {
         c.wf = rnd.uniform(static_cast<std::size_t>((c.count * O * I + 1) / 2 * 2), -1.0f, 1.0f);
         c.wb.resize(c.wf.size());
         for (std::size_t i = 0; i < c.wf.size(); ++i) {
-            std::uint32_t bits;
-            std::memcpy(&bits, &c.wf[i], 4);
-            c.wb[i] = static_cast<std::uint16_t>(bits >> 16);
+            c.wb[i] = test_ops::bf16_top(c.wf[i]);
             if (m.bf16) c.wf[i] = model::bf16_to_f32(c.wb[i]);
         }
         chunks.push_back(std::move(c));

@@ -21,13 +21,6 @@ using test_ops::u32;
 
 namespace {
 
-// bf16 of f32: its top half (exactly what the bits say, as the backend-ops suite makes them).
-std::uint16_t top_half(float v) {
-    std::uint32_t bits;
-    std::memcpy(&bits, &v, 4);
-    return static_cast<std::uint16_t>(bits >> 16);
-}
-
 std::vector<float> read(const vulkan::Buffer& b, std::size_t n) {
     std::vector<float> v(n);
     b.read(v.data(), n * 4);
@@ -75,7 +68,7 @@ TEST_CASE("vulkan fused swiglu: gemv of silu(gate)·up equals ew's SWIGLU then g
         std::vector<float> wf = rnd.uniform(static_cast<std::size_t>(s.O * s.I), -0.5f, 0.5f);
         std::vector<std::uint16_t> wb(wf.size());
         for (std::size_t i = 0; i < wf.size(); ++i) {
-            wb[i] = top_half(wf[i]);
+            wb[i] = test_ops::bf16_top(wf[i]);
             if (s.bf16) wf[i] = model::bf16_to_f32(wb[i]);
         }
         const vulkan::Buffer W = s.bf16 ? test_ops::input(ctx, wb) : test_ops::input(ctx, wf);
@@ -122,7 +115,7 @@ TEST_CASE("vulkan fused swiglu: moe_gemv of the pairs' silu(gate)·up equals ew'
                                  u = rnd.uniform(std::size_t{pairs} * I, -2.0f, 2.0f);
         const std::vector<float> wf = rnd.uniform(std::size_t{3} * O * I, -0.5f, 0.5f);
         std::vector<std::uint16_t> wb(wf.size());
-        for (std::size_t i = 0; i < wf.size(); ++i) wb[i] = top_half(wf[i]);
+        for (std::size_t i = 0; i < wf.size(); ++i) wb[i] = test_ops::bf16_top(wf[i]);
         const vulkan::Buffer W = bf16 ? test_ops::input(ctx, wb) : test_ops::input(ctx, wf);
         const vulkan::Buffer G = test_ops::input(ctx, g), U = test_ops::input(ctx, u);
         const vulkan::Buffer P = device_swiglu(*dev, g, U);
@@ -337,7 +330,7 @@ TEST_CASE("vulkan fused router: logits and top-k in one dispatch equal the route
                                  bias = rnd.uniform(s.E, -0.05f, 0.05f);
         std::vector<float> wf = rnd.uniform(std::size_t{rows} * s.D, -0.2f, 0.2f);
         std::vector<std::uint16_t> wb(wf.size());
-        for (std::size_t i = 0; i < wf.size(); ++i) wb[i] = top_half(wf[i]);
+        for (std::size_t i = 0; i < wf.size(); ++i) wb[i] = test_ops::bf16_top(wf[i]);
         const vulkan::Buffer W = s.bf16 ? test_ops::input(ctx, wb) : test_ops::input(ctx, wf);
         const vulkan::Buffer Hb = test_ops::input(ctx, h), Bias = test_ops::input(ctx, bias);
         vulkan::Buffer L(ctx, std::size_t{s.R} * rows * 4, vulkan::Buffer::Kind::Device);
@@ -369,7 +362,7 @@ TEST_CASE("vulkan gemm: silu(gate)·up through the tiled gemm equals ew's SWIGLU
     test_ops::Rand rnd(77);
     const std::vector<float> g = rnd.uniform(std::size_t{S} * I, -4.0f, 4.0f), u = rnd.uniform(g.size(), -2.0f, 2.0f);
     std::vector<std::uint16_t> wb(std::size_t{O} * I);
-    for (auto& v : wb) v = top_half(rnd.uniform(-0.5f, 0.5f));
+    for (auto& v : wb) v = test_ops::bf16_top(rnd.uniform(-0.5f, 0.5f));
     const vulkan::Buffer W = test_ops::input(ctx, wb), G = test_ops::input(ctx, g), U = test_ops::input(ctx, u);
     const vulkan::Buffer P = device_swiglu(*dev, g, U);
     vulkan::Buffer Y1(ctx, std::size_t{S} * O * 4, vulkan::Buffer::Kind::Device),

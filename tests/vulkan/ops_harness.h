@@ -195,6 +195,14 @@ vulkan::Buffer input(vulkan::Context& ctx, const std::vector<T>& v) {
 
 inline std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
 
+// The bf16 weight of an f32: its top half, exactly what the bits say (the suites' bf16
+// weights are these, their f32 images model::bf16_to_f32 of them).
+inline std::uint16_t bf16_top(float v) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    return static_cast<std::uint16_t>(bits >> 16);
+}
+
 // The pairs and slots of a random moe_gemv shape (E experts already drawn): K of at most
 // max_k, R rows of at most max_r, gate or down, the slots and their chunks, and now and
 // then a chunk left out.
