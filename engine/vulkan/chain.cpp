@@ -145,8 +145,11 @@ Chain::Chain(const model::Model& model, const ChainOptions& o) : model_(model), 
         n_layers_ = std::min(o.layers, c_.layers);
     } else {
         n_layers_ = layers_fitting(w.lm_head.bytes());
-        // lm_head stays on the host with a partial chain: the layers alone count.
-        if (n_layers_ < c_.layers) n_layers_ = layers_fitting(0);
+        // lm_head stays on the host with a partial chain: the layers alone count, and at
+        // least the last layer stays too (a chain of every layer computes the logits, so
+        // it would need lm_head after all: Inkling-Small's layers fit lavapipe's 2 GiB,
+        // its 1.5 GiB lm_head beside them does not).
+        if (n_layers_ < c_.layers) n_layers_ = std::min(layers_fitting(0), c_.layers - 1);
     }
     if (n_layers_ == 0) throw Declined("not one layer fits the device budget of " + std::to_string(budget >> 20) + " MiB");
 

@@ -48,8 +48,8 @@ std::unique_ptr<Chain> open_chain(const model::Model& model, const VulkanFlags& 
         o.budget = f.budget_mb << 20;
         o.expert_layers = parse_expert_layers(f.experts);
         o.profile = f.profile;
-    o.submit_dispatches = f.submit_dispatches;
-    o.gemm_rows = f.gemm_rows;
+        o.submit_dispatches = f.submit_dispatches;
+        o.gemm_rows = f.gemm_rows;
         o.on_layer = f.on_layer;
         o.history = f.history;
         auto chain = std::make_unique<Chain>(model, o);
@@ -64,6 +64,10 @@ std::unique_ptr<Chain> open_chain(const model::Model& model, const VulkanFlags& 
     } catch (const Unavailable& e) {
         if (forced) throw std::runtime_error(std::string("--vulkan on: ") + e.what());
         std::fprintf(stderr, "[vulkan] off: %s\n", e.what());
+    } catch (const OutOfBudget& e) {
+        // The plan's estimate of what fits was short of what the driver allocated.
+        if (forced) throw std::runtime_error(std::string("--vulkan on: the model's weights do not fit: ") + e.what());
+        std::fprintf(stderr, "[vulkan] off: the model's weights do not fit: %s\n", e.what());
     } catch (const Declined& e) {
         if (forced) throw std::runtime_error(std::string("--vulkan on: the chain declines this model: ") + e.what());
         std::fprintf(stderr, "[vulkan] off: the chain declines this model: %s\n", e.what());

@@ -106,6 +106,35 @@ TEST_CASE("vulkan chain: a partial chain (forced, and from a small budget) match
     CHECK(dev_fw.chain()->stats().steps <= 1 + 8);
 }
 
+TEST_CASE("vulkan chain: every layer fits but lm_head beside them does not: the last layer stays on the host") {
+    // The Inkling-Small-width bench model on lavapipe's 2 GiB: its six layers fit (1.6 GiB),
+    // its lm_head (1.5 GiB) not beside them. A chain of every layer computes the logits, so it
+    // needed lm_head after all and the engine failed at start ("budget exceeded").
+    auto model = model::load_model(test_paths::fixtures() / "mixed-hf-f32");
+    const auto& c = model.config;
+    std::uint64_t layers = 0;
+    for (const auto& L : model.weights.layers) {
+        for (const auto* m : {&L.wq, &L.wk, &L.wv, &L.wr, &L.wo, &L.router, &L.dense.gate, &L.dense.up, &L.dense.down})
+            if (m->data) layers += m->bytes();
+        for (const auto& s : L.shared) layers += s.gate.bytes() + s.up.bytes() + s.down.bytes();
+    }
+    cpu::ThreadPool pool(2);
+    forward::Forward cpu_fw(model, pool);
+    const auto prompt = prompt_for(c, 11);
+    const Trace want = greedy(cpu_fw, c, prompt, 6);
+    vulkan::ChainOptions o;
+    o.budget = layers * 4 / 3 + 4096;  // a quarter is kept back: the layers fit what is left
+    REQUIRE(o.budget * 3 / 4 < layers + model.weights.lm_head.bytes());  // ... and lm_head not beside them
+    o.expert_layers = 0;
+    auto chain = chain_or_skip(model, o);
+    if (!chain) return;
+    CHECK(chain->layers() == c.layers - 1);
+    CHECK(!chain->full());
+    forward::Forward dev_fw(model, pool);
+    dev_fw.set_chain(std::move(chain));
+    check_same(want, greedy(dev_fw, c, prompt, 6));
+}
+
 TEST_CASE("vulkan chain: host writes between chain steps are uploaded (CPU decode, reset, snapshot restore)") {
     auto model = model::load_model(test_paths::fixtures() / "ring-hf-f32");
     const auto& c = model.config;
