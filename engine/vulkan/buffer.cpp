@@ -31,7 +31,7 @@ Buffer::Buffer(Context& ctx, std::size_t bytes, Kind kind) : ctx_(&ctx), serial_
         vkDestroyBuffer(ctx.device(), buffer_, nullptr);
         throw;
     }
-    allocated_ = reqs.size;
+    allocated_ = (got & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) ? reqs.size : 0;  // what the context's books hold
     ctx.check(vkBindBufferMemory(ctx.device(), buffer_, memory_, 0), "vkBindBufferMemory");
     if (got & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) {
         ctx.check(vkMapMemory(ctx.device(), memory_, 0, VK_WHOLE_SIZE, 0, &map_), "vkMapMemory");

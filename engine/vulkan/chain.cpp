@@ -85,6 +85,9 @@ std::string matrix_problem(const std::string& what, const model::Matrix& m) {
     return "";
 }
 
+// The step size the expert tier leaves room for (rows of a prompt chunk).
+constexpr std::int64_t kPlannedStepRows = 512;
+
 std::uint64_t layer_bytes(const model::LayerWeights& L) {
     std::uint64_t b = L.wq.bytes() + L.wk.bytes() + L.wv.bytes() + L.wr.bytes() + L.wo.bytes();
     if (L.router.data) b += L.router.bytes();
@@ -191,11 +194,13 @@ Chain::Chain(const model::Model& model, const ChainOptions& o) : model_(model), 
         final_norm_ = floats_buffer(*ctx_, w.final_norm);
     }
     if (o.expert_layers != 0) {
-        // The experts may take what is left once a reserve for the sessions' K/V mirrors
-        // and the step scratch is kept: a quarter of it, at least the scratch reserve.
+        // The experts may take what is left once room for the sessions' K/V mirrors and
+        // the step scratch is kept: a quarter of it, at least the scratch of a 512-row prompt
+        // chunk (the largest step run and bench make; serve's are 256) and the reserve —
+        // else every prompt step would run on the CPU (Inkling-Small's width: ~380 MiB).
         const std::uint64_t used = ctx_->used();
         const std::uint64_t free = budget > used ? budget - used : 0;
-        const std::uint64_t keep = std::max(reserve, free / 4);
+        const std::uint64_t keep = std::max(reserve + scratch(kPlannedStepRows, Scratch::count, true), free / 4);
         if (free > keep) {
             TierOptions to;
             to.layers = o.expert_layers;
@@ -252,7 +257,23 @@ void Chain::sconv(Frame& f, const Buffer& x, std::uint32_t x_off, std::uint32_t 
 
 void Chain::ensure_scratch(std::int64_t R) {
     if (R <= scratch_rows_) return;
+    // The old scratch goes first (no frame is in flight between steps), and a size the
+    // budget refuses leaves none behind: buffers kept from a failed prompt-sized attempt
+    // would fill the budget, and every later step, decode rows too, would fail at its first
+    // allocation.
+    scratch(0, Scratch::release, tier_ != nullptr);
+    scratch_rows_ = 0;
     const std::int64_t n = std::max<std::int64_t>(R, 16);
+    try {
+        scratch(n, Scratch::allocate, tier_ != nullptr);
+    } catch (const OutOfBudget&) {
+        scratch(0, Scratch::release, tier_ != nullptr);
+        throw;
+    }
+    scratch_rows_ = n;
+}
+
+std::uint64_t Chain::scratch(std::int64_t n, Scratch mode, bool with_tier) {
     std::int64_t qmax = 0, kvmax = 0, rmax = 0, imax = c_.moe_inter;
     for (int i = 0; i < c_.layers; ++i) {
         qmax = std::max<std::int64_t>(qmax, std::int64_t{c_.layer_heads(i)} * c_.layer_head_dim(i));
@@ -261,60 +282,75 @@ void Chain::ensure_scratch(std::int64_t R) {
         if (!c_.kinds[i].sparse) imax = std::max<std::int64_t>(imax, c_.dense_inter);
     }
     const std::int64_t D = c_.hidden, NS = std::max(1, c_.shared_experts), E = c_.experts + c_.shared_experts;
-    auto dev = [&](std::int64_t floats) { return Buffer(*ctx_, static_cast<std::size_t>(floats) * 4, Buffer::Kind::Device); };
-    auto host = [&](std::int64_t floats) { return Buffer(*ctx_, static_cast<std::size_t>(floats) * 4, Buffer::Kind::Host); };
-    x_ = dev(n * D);
-    h_ = dev(n * D);
-    a_ = dev(n * D);
-    q_ = dev(n * qmax);
-    kf_ = dev(n * kvmax);
-    vf_ = dev(n * kvmax);
-    r_ = dev(n * std::max<std::int64_t>(rmax, 1));
-    ctx_rows_ = dev(n * qmax);
     // Slices per layer (a frame may span layers): 256 bytes apart at least, the largest
     // storage-buffer offset alignment Vulkan allows.
     auto aligned = [](std::size_t b) { return (b + 255) / 256 * 256; };
-    tau_stride_ = aligned(static_cast<std::size_t>(n) * 4);
+    std::uint64_t total = 0;
+    auto buffer = [&](Buffer& b, std::size_t bytes, Buffer::Kind kind) {
+        total += aligned(bytes);
+        if (mode == Scratch::release) b = Buffer();
+        if (mode == Scratch::allocate) b = Buffer(*ctx_, bytes, kind);
+    };
+    auto dev = [&](Buffer& b, std::int64_t floats) { buffer(b, static_cast<std::size_t>(floats) * 4, Buffer::Kind::Device); };
+    auto host = [&](Buffer& b, std::int64_t floats) { buffer(b, static_cast<std::size_t>(floats) * 4, Buffer::Kind::Host); };
+    dev(x_, n * D);
+    dev(h_, n * D);
+    dev(a_, n * D);
+    dev(q_, n * qmax);
+    dev(kf_, n * kvmax);
+    dev(vf_, n * kvmax);
+    dev(r_, n * std::max<std::int64_t>(rmax, 1));
+    dev(ctx_rows_, n * qmax);
+    const std::size_t tau_stride = aligned(static_cast<std::size_t>(n) * 4);
     // tau: written by the host each layer, read by every attention workgroup — in device
     // memory when the host can map it (ReBAR, lavapipe), else host-visible.
-    tau_ = Buffer(*ctx_, tau_stride_ * static_cast<std::size_t>(c_.layers), Buffer::Kind::Device);
-    if (!tau_.mapped()) tau_ = Buffer(*ctx_, tau_stride_ * static_cast<std::size_t>(c_.layers), Buffer::Kind::Host);
-    g_ = dev(n * imax);
-    u_ = dev(n * imax);
-    shared_out_ = dev(NS * n * D);
-    sg_ = dev(NS * n * std::max<std::int64_t>(c_.moe_inter, 1));
-    su_ = dev(NS * n * std::max<std::int64_t>(c_.moe_inter, 1));
-    routed_ = host(n * D);
-    shared_w_ = host(n * NS);
-    logits_ = host(n * std::max<std::int64_t>(E, 1));
-    h_down_ = host(n * D);
-    kv_stride_ = 2 * n * kvmax;
-    kv_down_ = host(kv_stride_ * c_.layers);
-    out_ = host(n * D);
-    q_down_ = host(n * qmax);
-    r_down_ = host(n * std::max<std::int64_t>(rmax, 1));
+    buffer(tau_, tau_stride * static_cast<std::size_t>(c_.layers), Buffer::Kind::Device);
+    if (mode == Scratch::allocate && !tau_.mapped())
+        tau_ = Buffer(*ctx_, tau_stride * static_cast<std::size_t>(c_.layers), Buffer::Kind::Host);
+    dev(g_, n * imax);
+    dev(u_, n * imax);
+    dev(shared_out_, NS * n * D);
+    dev(sg_, NS * n * std::max<std::int64_t>(c_.moe_inter, 1));
+    dev(su_, NS * n * std::max<std::int64_t>(c_.moe_inter, 1));
+    host(routed_, n * D);
+    host(shared_w_, n * NS);
+    host(logits_, n * std::max<std::int64_t>(E, 1));
+    host(h_down_, n * D);
+    const std::int64_t kv_stride = 2 * n * kvmax;
+    host(kv_down_, kv_stride * c_.layers);
+    host(out_, n * D);
+    host(q_down_, n * qmax);
+    host(r_down_, n * std::max<std::int64_t>(rmax, 1));
     std::int64_t hp = 0;
     for (int i = 0; i < c_.layers; ++i)
         hp = std::max<std::int64_t>(hp, std::int64_t{c_.layer_heads(i)} * (c_.layer_head_dim(i) + 2));
-    host_part_ = host(n * hp);
-    if (tier_) {
+    host(host_part_, n * hp);
+    if (with_tier) {
         const std::int64_t P = n * c_.top_k;
-        y_host_ = host(P * D);
-        route_logits_ = dev(n * std::max<std::int64_t>(E, 1));
-        pg_ = dev(P * c_.moe_inter);
-        pu_ = dev(P * c_.moe_inter);
-        py_ = dev(P * D);
-        route_stride_ = aligned(static_cast<std::size_t>(P) * 4);
-        route_e_ = Buffer(*ctx_, route_stride_ * static_cast<std::size_t>(c_.layers), Buffer::Kind::Host);
-        route_e_dev_ = Buffer(*ctx_, route_e_.size(), Buffer::Kind::Device);
-        route_w_ = dev(P);
-        shared_wd_ = dev(n * NS);
-        if (const std::size_t row = tier_->act_row_bytes(); row > 0) {
-            act_q_ = Buffer(*ctx_, static_cast<std::size_t>(P) * row, Buffer::Kind::Device);
-            act_s_ = Buffer(*ctx_, static_cast<std::size_t>(P) * row / 32 * 4, Buffer::Kind::Device);
+        host(y_host_, P * D);
+        dev(route_logits_, n * std::max<std::int64_t>(E, 1));
+        dev(pg_, P * c_.moe_inter);
+        dev(pu_, P * c_.moe_inter);
+        dev(py_, P * D);
+        const std::size_t route_stride = aligned(static_cast<std::size_t>(P) * 4);
+        buffer(route_e_, route_stride * static_cast<std::size_t>(c_.layers), Buffer::Kind::Host);
+        buffer(route_e_dev_, route_stride * static_cast<std::size_t>(c_.layers), Buffer::Kind::Device);
+        if (mode == Scratch::allocate) route_stride_ = route_stride;
+        dev(route_w_, P);
+        dev(shared_wd_, n * NS);
+        // Integer experts: each pair's activations quantized, int8 values and a scale a
+        // block (counted before the tier exists as if it had them).
+        const std::size_t row = tier_ ? tier_->act_row_bytes() : static_cast<std::size_t>(D);
+        if (row > 0 || mode == Scratch::release) {
+            buffer(act_q_, static_cast<std::size_t>(P) * row, Buffer::Kind::Device);
+            buffer(act_s_, static_cast<std::size_t>(P) * row / 32 * 4, Buffer::Kind::Device);
         }
     }
-    scratch_rows_ = n;
+    if (mode == Scratch::allocate) {
+        tau_stride_ = tau_stride;
+        kv_stride_ = kv_stride;
+    }
+    return total;
 }
 
 std::unique_ptr<Chain::Mirror> Chain::make_mirror(const forward::SessionState& s, std::int64_t kv_window) {

@@ -194,6 +194,9 @@ private:
     std::unique_ptr<Mirror> make_mirror(const forward::SessionState& s, std::int64_t kv_window);
     void upload(Mirror& m, const forward::SessionState& s);
     void ensure_scratch(std::int64_t R);
+    // The step scratch of n rows: its bytes, and per `mode` each buffer allocated or released.
+    enum class Scratch { count, allocate, release };
+    std::uint64_t scratch(std::int64_t n, Scratch mode, bool with_tier);
 
     const model::Model& model_;
     const model::Config& c_;

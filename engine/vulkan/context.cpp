@@ -1,6 +1,7 @@
 #include "engine/vulkan/context.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 namespace inkling::vulkan {
@@ -186,9 +187,13 @@ std::uint64_t Context::budget() const {
 VkDeviceMemory Context::allocate(const VkMemoryRequirements& reqs, VkMemoryPropertyFlags required,
                                  VkMemoryPropertyFlags preferred, VkMemoryPropertyFlags* got) {
     const bool device_local = (required | preferred) & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
-    if (device_local && used_ + reqs.size > budget())
-        throw OutOfBudget("device memory budget exceeded: " + std::to_string((used_ + reqs.size) >> 20) +
-                                 " MiB needed, budget " + std::to_string(budget() >> 20) + " MiB");
+    if (device_local && used_ + reqs.size > budget()) {
+        char what[160];
+        std::snprintf(what, sizeof what, "device memory budget exceeded: a %.1f MiB buffer with %.1f of %.1f MiB in use",
+                      static_cast<double>(reqs.size) / 1048576.0, static_cast<double>(used_) / 1048576.0,
+                      static_cast<double>(budget()) / 1048576.0);
+        throw OutOfBudget(what);
+    }
     int pick = -1;
     for (int pass = 0; pass < 2 && pick < 0; ++pass) {
         const VkMemoryPropertyFlags want = pass == 0 ? (required | preferred) : required;
@@ -208,7 +213,10 @@ VkDeviceMemory Context::allocate(const VkMemoryRequirements& reqs, VkMemoryPrope
         throw OutOfBudget("the driver is out of memory for " + std::to_string(reqs.size >> 10) + " KiB");
     check(r, "vkAllocateMemory");
     if (got) *got = memory_.memoryTypes[pick].propertyFlags;
-    used_ += reqs.size;
+    // The books hold device memory only: a discrete GPU's staging and read-back buffers
+    // live in the host's RAM and take nothing from the device's budget (on lavapipe and
+    // unified-memory devices every type is device-local, so everything counts).
+    if (memory_.memoryTypes[pick].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) used_ += reqs.size;
     peak_ = std::max(peak_, used_);
     return memory;
 }

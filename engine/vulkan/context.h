@@ -74,7 +74,7 @@ public:
     std::uint32_t queue_family() const { return family_; }
 
     // Memory books. budget(): the forced figure, else VK_EXT_memory_budget's device-local
-    // budget, else the device-local heap. used(): bytes this context holds.
+    // budget, else the device-local heap. used(): bytes of device-local memory this context holds.
     std::uint64_t budget() const;
     std::uint64_t used() const { return used_; }
     std::uint64_t peak() const { return peak_; }

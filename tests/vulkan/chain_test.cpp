@@ -135,6 +135,49 @@ TEST_CASE("vulkan chain: every layer fits but lm_head beside them does not: the 
     check_same(want, greedy(dev_fw, c, prompt, 6));
 }
 
+TEST_CASE("vulkan chain: a prompt step too big for the budget runs on the CPU and leaves the budget to later steps") {
+    // A 400-row step's scratch (~3 MiB here) does not fit next to the weights; 30-row steps
+    // and decode rows do. The refused step used to keep the buffers it had got, which filled
+    // the budget, and every later step then failed too (seen: Inkling-Small's width with a
+    // tier on the H200, all 34 steps on the CPU).
+    auto model = model::load_model(test_paths::fixtures() / "base-hf-f32");
+    const auto& c = model.config;
+    cpu::ThreadPool pool(2);
+    vulkan::ChainOptions o;
+    o.expert_layers = 0;
+    std::uint64_t weights = 0;
+    {
+        auto probe = chain_or_skip(model, o);
+        if (!probe) return;
+        weights = probe->memory_used();
+    }
+    o.budget = weights + (768u << 10);
+    auto chain = chain_or_skip(model, o);
+    REQUIRE(chain);
+    forward::Forward cpu_fw(model, pool), dev_fw(model, pool);
+    dev_fw.set_chain(std::move(chain));
+    auto a = forward::make_session(c, 1024), b = forward::make_session(c, 1024);
+    const auto prompt = prompt_for(c, 580);
+    auto x = cpu_fw.step(a, std::span(prompt).first(400), nullptr, false);
+    auto y = dev_fw.step(b, std::span(prompt).first(400), nullptr, false);
+    CHECK(max_diff(x, y) <= 1e-4);
+    REQUIRE(dev_fw.chain() != nullptr);
+    CHECK(dev_fw.chain()->stats().steps == 0);  // left to the CPU
+    for (std::size_t at = 400; at < prompt.size(); at += 30) {
+        x = cpu_fw.step(a, std::span(prompt).subspan(at, 30), nullptr, false);
+        y = dev_fw.step(b, std::span(prompt).subspan(at, 30), nullptr, false);
+        CHECK(max_diff(x, y) <= 1e-4);
+    }
+    for (int i = 0; i < 4; ++i) {
+        const auto t = static_cast<std::int32_t>(sampling::argmax(x));
+        CHECK(t == static_cast<std::int32_t>(sampling::argmax(y)));
+        x = cpu_fw.step(a, std::span(&t, 1), nullptr, false);
+        y = dev_fw.step(b, std::span(&t, 1), nullptr, false);
+        CHECK(max_diff(x, y) <= 1e-4);
+    }
+    CHECK(dev_fw.chain()->stats().steps == 6 + 4);  // every later step on the device
+}
+
 TEST_CASE("vulkan chain: host writes between chain steps are uploaded (CPU decode, reset, snapshot restore)") {
     auto model = model::load_model(test_paths::fixtures() / "ring-hf-f32");
     const auto& c = model.config;
