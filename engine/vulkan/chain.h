@@ -71,7 +71,9 @@ struct ChainOptions {
     // records the rest. 0: one submit a step (as long as the host needs no result).
     std::uint32_t submit_dispatches = 64;
     // Projections of this many rows or more go through the tiled GEMM (Ops::gemm); 0: never.
-    std::uint32_t gemm_rows = 0;
+    // 32 from the H200 (docs/performance.md): prompt chunks gain 1.5x, while 8-16 decode
+    // rows (sessions) run slower through a 32-row tile than through the GEMV.
+    std::uint32_t gemm_rows = 32;
     std::uint64_t fault_upload_at = 0;  // fault hook (tests): the tier's n-th expert upload is a lost device
     // The expert tier's first fill: each tier layer's hottest experts by this history (a
     // converted model's usage file, through its expert cache); read only while the chain is made.
