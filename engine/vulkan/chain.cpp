@@ -195,12 +195,15 @@ Chain::Chain(const model::Model& model, const ChainOptions& o) : model_(model), 
     }
     if (o.expert_layers != 0) {
         // The experts may take what is left once room for the sessions' K/V mirrors and
-        // the step scratch is kept: a quarter of it, at least the scratch of a 512-row prompt
-        // chunk (the largest step run and bench make; serve's are 256) and the reserve —
-        // else every prompt step would run on the CPU (Inkling-Small's width: ~380 MiB).
+        // the step scratch is kept: a quarter of it, or the scratch of a 512-row prompt
+        // chunk (the largest step run and bench make; serve's are 256) and the reserve if
+        // that is more — else every prompt step would run on the CPU (Inkling-Small's
+        // width: ~380 MiB) — but never more than half: a budget too tight for both still
+        // gets a tier, and its long prompt steps run on the CPU.
         const std::uint64_t used = ctx_->used();
         const std::uint64_t free = budget > used ? budget - used : 0;
-        const std::uint64_t keep = std::max(reserve + scratch(kPlannedStepRows, Scratch::count, true), free / 4);
+        const std::uint64_t chunk_room = reserve + scratch(kPlannedStepRows, Scratch::count, true);
+        const std::uint64_t keep = std::max(std::min(chunk_room, free / 2), free / 4);
         if (free > keep) {
             TierOptions to;
             to.layers = o.expert_layers;
