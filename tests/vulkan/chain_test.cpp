@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "engine/forward/forward.h"
@@ -21,6 +22,36 @@
 using namespace inkling;
 
 using namespace chain_harness;
+
+namespace {
+
+// The device bytes of `model`'s weights under `o` (a chain made and dropped); 0 without a device.
+std::uint64_t weights_on_device(const model::Model& model, const vulkan::ChainOptions& o) {
+    auto probe = chain_or_skip(model, o);
+    return probe ? probe->memory_used() : 0;
+}
+
+// `ids` through both forwards in steps of `chunk`, then `decode` greedy steps with the CPU's
+// token: every step's logits within 1e-4 and the tokens equal. `x`, `y`: the last logits.
+void lockstep(forward::Forward& cpu_fw, forward::Forward& dev_fw, forward::SessionState& a, forward::SessionState& b,
+              std::span<const std::int32_t> ids, std::size_t chunk, int decode, std::vector<float>& x,
+              std::vector<float>& y) {
+    for (std::size_t at = 0; at < ids.size(); at += chunk) {
+        const auto part = ids.subspan(at, std::min(chunk, ids.size() - at));
+        x = cpu_fw.step(a, part, nullptr, false);
+        y = dev_fw.step(b, part, nullptr, false);
+        CHECK(max_diff(x, y) <= 1e-4);
+    }
+    for (int i = 0; i < decode; ++i) {
+        const auto t = static_cast<std::int32_t>(sampling::argmax(x));
+        CHECK(t == static_cast<std::int32_t>(sampling::argmax(y)));
+        x = cpu_fw.step(a, std::span(&t, 1), nullptr, false);
+        y = dev_fw.step(b, std::span(&t, 1), nullptr, false);
+        CHECK(max_diff(x, y) <= 1e-4);
+    }
+}
+
+}  // namespace
 
 TEST_CASE("vulkan chain: token-exact with the CPU on every geometry") {
     // base: tau, 2 shared experts, dense then MoE; ring: window 4 < prompt, 1 shared,
@@ -145,12 +176,8 @@ TEST_CASE("vulkan chain: a prompt step too big for the budget runs on the CPU an
     cpu::ThreadPool pool(2);
     vulkan::ChainOptions o;
     o.expert_layers = 0;
-    std::uint64_t weights = 0;
-    {
-        auto probe = chain_or_skip(model, o);
-        if (!probe) return;
-        weights = probe->memory_used();
-    }
+    const std::uint64_t weights = weights_on_device(model, o);
+    if (weights == 0) return;
     o.budget = weights + (768u << 10);
     auto chain = chain_or_skip(model, o);
     REQUIRE(chain);
@@ -158,23 +185,11 @@ TEST_CASE("vulkan chain: a prompt step too big for the budget runs on the CPU an
     dev_fw.set_chain(std::move(chain));
     auto a = forward::make_session(c, 1024), b = forward::make_session(c, 1024);
     const auto prompt = prompt_for(c, 580);
-    auto x = cpu_fw.step(a, std::span(prompt).first(400), nullptr, false);
-    auto y = dev_fw.step(b, std::span(prompt).first(400), nullptr, false);
-    CHECK(max_diff(x, y) <= 1e-4);
+    std::vector<float> x, y;
+    lockstep(cpu_fw, dev_fw, a, b, std::span(prompt).first(400), 400, 0, x, y);
     REQUIRE(dev_fw.chain() != nullptr);
     CHECK(dev_fw.chain()->stats().steps == 0);  // left to the CPU
-    for (std::size_t at = 400; at < prompt.size(); at += 30) {
-        x = cpu_fw.step(a, std::span(prompt).subspan(at, 30), nullptr, false);
-        y = dev_fw.step(b, std::span(prompt).subspan(at, 30), nullptr, false);
-        CHECK(max_diff(x, y) <= 1e-4);
-    }
-    for (int i = 0; i < 4; ++i) {
-        const auto t = static_cast<std::int32_t>(sampling::argmax(x));
-        CHECK(t == static_cast<std::int32_t>(sampling::argmax(y)));
-        x = cpu_fw.step(a, std::span(&t, 1), nullptr, false);
-        y = dev_fw.step(b, std::span(&t, 1), nullptr, false);
-        CHECK(max_diff(x, y) <= 1e-4);
-    }
+    lockstep(cpu_fw, dev_fw, a, b, std::span(prompt).subspan(400), 30, 4, x, y);
     CHECK(dev_fw.chain()->stats().steps == 6 + 4);  // every later step on the device
 }
 
@@ -275,14 +290,10 @@ TEST_CASE("vulkan chain: a session too long for the budget splits its global lay
     auto model = model::load_model(test_paths::fixtures() / "base-hf-f32");
     const auto& c = model.config;
     cpu::ThreadPool pool(2);
-    std::uint64_t weights = 0;
     vulkan::ChainOptions o;
     o.expert_layers = 0;  // the dense weights and the mirrors against the budget
-    {
-        auto probe = chain_or_skip(model, o);
-        if (!probe) return;
-        weights = probe->memory_used();
-    }
+    const std::uint64_t weights = weights_on_device(model, o);
+    if (weights == 0) return;
     // A 4096-position session's global-layer mirror is 1 MiB (2 kv heads × 16 dims × 2 ×
     // 4 bytes a position): give the device room for the weights, the scratch and less.
     o.budget = weights + (768u << 10);
@@ -294,18 +305,7 @@ TEST_CASE("vulkan chain: a session too long for the budget splits its global lay
     auto a = forward::make_session(c, 4096), b = forward::make_session(c, 4096);
     const auto prompt = prompt_for(c, 300);
     std::vector<float> x, y;
-    for (std::size_t at = 0; at < prompt.size(); at += 30) {  // steps whose scratch fits
-        x = cpu_fw.step(a, std::span(prompt).subspan(at, 30), nullptr, false);
-        y = dev_fw.step(b, std::span(prompt).subspan(at, 30), nullptr, false);
-        CHECK(max_diff(x, y) <= 1e-4);
-    }
-    for (int i = 0; i < 6; ++i) {
-        const auto t = static_cast<std::int32_t>(sampling::argmax(x));
-        CHECK(t == static_cast<std::int32_t>(sampling::argmax(y)));
-        x = cpu_fw.step(a, std::span(&t, 1), nullptr, false);
-        y = dev_fw.step(b, std::span(&t, 1), nullptr, false);
-        CHECK(max_diff(x, y) <= 1e-4);
-    }
+    lockstep(cpu_fw, dev_fw, a, b, prompt, 30, 6, x, y);  // steps whose scratch fits
     REQUIRE(dev_fw.chain() != nullptr);
     CHECK(dev_fw.chain()->stats().split_layers > 0);
     CHECK(dev_fw.chain()->stats().steps >= 16);  // the device ran them, split
