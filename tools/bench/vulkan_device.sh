@@ -66,32 +66,31 @@ fi
 want 2 && "$bin" bench --device-kernels --kernel-mb 1024 >"$out/device_kernels.json"
 if want 3 || want 4; then
 [[ -f "$gen/mid/config.json" ]] || python3 "$root/tools/make-tiny/make_tiny.py" "$gen/mid" --geometry mid --layout release --dtype bf16 >/dev/null
-ln -sfn "$gen/mid" /tmp/mid 2>/dev/null || true
 fi
 if want 3; then
-[[ -n "${SKIP_CPU:-}" ]] || "$bin" bench --model /tmp/mid --vulkan off --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_cpu.json"
-"$bin" bench --model /tmp/mid --vulkan on --vk-experts off --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_vulkan_host_experts.json"
-"$bin" bench --model /tmp/mid --vulkan on --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_vulkan.json"
-"$bin" bench --model /tmp/mid --vulkan prompts --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_prompts.json"
+[[ -n "${SKIP_CPU:-}" ]] || "$bin" bench --model "$gen/mid" --vulkan off --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_cpu.json"
+"$bin" bench --model "$gen/mid" --vulkan on --vk-experts off --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_vulkan_host_experts.json"
+"$bin" bench --model "$gen/mid" --vulkan on --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_vulkan.json"
+"$bin" bench --model "$gen/mid" --vulkan prompts --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_prompts.json"
 for g in ${GEMM_ROWS:-}; do
-    "$bin" bench --model /tmp/mid --vulkan on --vk-gemm-rows "$g" --threads "$threads" --prompt-tokens 256 --decode-tokens 16 >"$out/mid_vulkan_gemm$g.json"
+    "$bin" bench --model "$gen/mid" --vulkan on --vk-gemm-rows "$g" --threads "$threads" --prompt-tokens 256 --decode-tokens 16 >"$out/mid_vulkan_gemm$g.json"
 done
 fi
 if want 4; then
 # 4. the mid model converted (int8 and int4 routed experts): CPU vs the chain with the
 #    quantized experts resident (docs/vulkan.md, "Quantized experts"), and the tokens of each.
 for fmt in int8 int4; do
-    "$bin" convert /tmp/mid "/tmp/mid-$fmt" --experts "$fmt" >/dev/null 2>&1
-    [[ -n "${SKIP_CPU:-}" ]] || "$bin" bench --model "/tmp/mid-$fmt" --vulkan off --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_${fmt}_cpu.json"
-    "$bin" bench --model "/tmp/mid-$fmt" --vulkan on --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_${fmt}_vulkan.json"
+    [[ -f "$gen/mid-$fmt/experts.inkx" ]] || "$bin" convert "$gen/mid" "$gen/mid-$fmt" --experts "$fmt" >/dev/null 2>&1
+    [[ -n "${SKIP_CPU:-}" ]] || "$bin" bench --model "$gen/mid-$fmt" --vulkan off --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_${fmt}_cpu.json"
+    "$bin" bench --model "$gen/mid-$fmt" --vulkan on --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_${fmt}_vulkan.json"
     for v in off on; do
-        "$bin" run --model "/tmp/mid-$fmt" --ids 1,5,9,13,17,21 -n 32 --json --vulkan "$v" >"$out/mid_${fmt}_tokens_$v.json"
+        "$bin" run --model "$gen/mid-$fmt" --ids 1,5,9,13,17,21 -n 32 --json --vulkan "$v" >"$out/mid_${fmt}_tokens_$v.json"
     done
 done
 if [[ -n "${OLD:-}" ]]; then
-    "$OLD" bench --model /tmp/mid --vulkan off --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/old_mid_cpu.json"
-    "$OLD" bench --model /tmp/mid --vulkan on --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/old_mid_vulkan.json"
-    "$bin" bench --model /tmp/mid --vulkan off --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_cpu_again.json"
+    "$OLD" bench --model "$gen/mid" --vulkan off --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/old_mid_cpu.json"
+    "$OLD" bench --model "$gen/mid" --vulkan on --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/old_mid_vulkan.json"
+    "$bin" bench --model "$gen/mid" --vulkan off --threads "$threads" --prompt-tokens 256 --decode-tokens 64 >"$out/mid_cpu_again.json"
 fi
 fi
 
