@@ -128,6 +128,10 @@ void attach_device(inkling::forward::Forward& fw, const inkling::model::Model& m
     if (args.count("vk-profile")) f.profile = args["vk-profile"].as<bool>();
     if (args.count("vk-gemm-rows"))
         f.gemm_rows = static_cast<std::uint32_t>(std::min<std::uint64_t>(args["vk-gemm-rows"].as<std::uint64_t>(), 1u << 30));
+    if (args.count("vk-stream-rows"))
+        f.stream_rows = static_cast<std::uint32_t>(std::min<std::uint64_t>(args["vk-stream-rows"].as<std::uint64_t>(), 1u << 30));
+    if (args.count("vk-stream-slots"))
+        f.stream_slots = static_cast<int>(std::min<std::uint64_t>(args["vk-stream-slots"].as<std::uint64_t>(), 4096));
     if (args.count("vk-submit-dispatches"))
         f.submit_dispatches = static_cast<std::uint32_t>(
             std::min<std::uint64_t>(args["vk-submit-dispatches"].as<std::uint64_t>(), inkling::vulkan::Frame::max_dispatches));

@@ -135,6 +135,15 @@ constexpr cli::Option kOptions[] = {
      .doc = "projections of N or more rows (prompt chunks) through the tiled GEMM shader instead of a GEMV a row "
             "(0: never; measured on an H200: prefill 1.5x, and below 32 rows, i.e. batched decode, slower)",
      .commands = kForward},
+    {.name = "vk-stream-rows", .type = Type::UInt64, .value_name = "N", .default_value = "8",
+     .doc = "experts the device's tier lacks that a step routes N rows or more to (prompt chunks) are streamed to the "
+            "device through staging buffers and computed there, instead of on the host (0: never; measured on an H200, "
+            "docs/performance.md)",
+     .commands = kForward},
+    {.name = "vk-stream-slots", .type = Type::UInt64, .value_name = "N", .default_value = "16",
+     .doc = "device slots for streamed experts (two batches of N/2 in flight), taken from the expert tier's budget "
+            "(at most a quarter of it); 0: no streaming",
+     .commands = kForward},
     {.name = "vk-submit-dispatches", .type = Type::UInt64, .value_name = "N", .default_value = "64",
      .doc = "a step's frame is submitted without a wait once it holds N dispatches and recording goes on in the "
             "next, so the device starts while the host records (0: one submit a step)",

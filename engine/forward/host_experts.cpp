@@ -143,6 +143,12 @@ void HostExperts::run_pairs(int layer, const Routing& routing, std::span<const i
     Meter::lap(t, meter_.times().experts);
 }
 
+void HostExperts::visit(int layer, std::span<const int> experts, const Visit& fn) {
+    auto t = Meter::Clock::now();
+    rounds(layer, experts, t, fn);
+    Meter::lap(t, meter_.times().experts);
+}
+
 void HostExperts::round(int layer, std::span<const int> ids, const std::vector<const model::Ffn*>& f,
                         const Routing& routing, std::int64_t S, const float* h, float* out,
                         std::vector<std::vector<float>>* shared_y,

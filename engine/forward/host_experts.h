@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -35,6 +36,12 @@ public:
     // joins them with its own pairs.
     void run_pairs(int layer, const Routing& routing, std::span<const int> experts, std::int64_t rows,
                    const float* h, const std::vector<std::vector<std::int64_t>>& pair_of, float* y);
+
+    // Calls fn(ids, weights) over `experts` of `layer` in rounds the RAM cache can hold at
+    // once (all at once without a cache), each expert's weights valid during its call: the
+    // device tier packs the experts it streams from here, hits of the cache and all.
+    using Visit = std::function<void(std::span<const int>, const std::vector<const model::Ffn*>&)>;
+    void visit(int layer, std::span<const int> experts, const Visit& fn);
 
     // Counts the pairs a device routed (one expert id per (row, k) pair).
     void record(int layer, std::span<const std::uint32_t> experts);

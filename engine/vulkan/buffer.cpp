@@ -58,14 +58,17 @@ Buffer::~Buffer() {
     ctx_->free(memory_, allocated_);
 }
 
+void Buffer::flush() {
+    if (!map_ || coherent_) return;
+    VkMappedMemoryRange r{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, memory_, 0, VK_WHOLE_SIZE};
+    ctx_->check(vkFlushMappedMemoryRanges(ctx_->device(), 1, &r), "vkFlushMappedMemoryRanges");
+}
+
 void Buffer::write(const void* src, std::size_t bytes, std::size_t offset) {
     if (bytes == 0) return;
     if (map_) {
         std::memcpy(static_cast<char*>(map_) + offset, src, bytes);
-        if (!coherent_) {
-            VkMappedMemoryRange r{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, memory_, 0, VK_WHOLE_SIZE};
-            ctx_->check(vkFlushMappedMemoryRanges(ctx_->device(), 1, &r), "vkFlushMappedMemoryRanges");
-        }
+        flush();
         return;
     }
     Buffer staging(*ctx_, bytes, Kind::Host);

@@ -35,6 +35,9 @@ public:
     void write(const void* src, std::size_t bytes, std::size_t offset = 0);
     void read(void* dst, std::size_t bytes, std::size_t offset = 0) const;
     void fill_zero();
+    // After writing through data(): makes the writes visible to the device (a no-op on
+    // coherent memory).
+    void flush();
 
 private:
     Context* ctx_ = nullptr;

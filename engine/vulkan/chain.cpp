@@ -210,6 +210,8 @@ Chain::Chain(const model::Model& model, const ChainOptions& o) : model_(model), 
             to.slots = o.expert_slots;
             to.inline_uploads = o.inline_uploads;
             to.fault_upload_at = o.fault_upload_at;
+            to.stream_rows = o.stream_rows;
+            to.stream_slots = o.stream_slots;
             tier_ = std::make_unique<ExpertTier>(*ctx_, *ops_, model, n_layers_, free - keep, to, o.history);
             if (tier_->layers_with_bank() == 0) tier_.reset();
         }
@@ -220,6 +222,10 @@ Chain::Chain(const model::Model& model, const ChainOptions& o) : model_(model), 
     }
     f2_ = std::make_unique<Frame>(*ctx_);
     if (o.profile) f2_->set_profile(&profile_);
+    for (auto& f : stream_frames_) {
+        f = std::make_unique<Frame>(*ctx_);
+        if (o.profile) f->set_profile(&profile_);
+    }
     std::uint32_t hd_max = 1;
     for (int i = 0; i < c_.layers; ++i) hd_max = std::max(hd_max, u32(c_.layer_head_dim(i)));
     part_stride_ = (Ops::attn_part_floats_max(hd_max) * 4 + 255) / 256 * 256;
@@ -229,6 +235,8 @@ Chain::Chain(const model::Model& model, const ChainOptions& o) : model_(model), 
 Chain::~Chain() {
     try {
         if (f2_) f2_->wait();
+        for (auto& f : stream_frames_)
+            if (f) f->wait();
         for (auto& f : a1_)
             if (f) f->wait();
     } catch (...) {
@@ -786,6 +794,17 @@ void Chain::moe_tier(int i, const forward::Routing& routing, const float* h, for
         if (!routing.by_expert[e].empty() && tier_->slot_of(i, static_cast<int>(e)) == ExpertTier::kNoSlot)
             misses.push_back(static_cast<int>(e));
     }
+    // The misses with many rows (a prompt chunk's) are streamed to the device, the most rows
+    // first; the host computes the rest.
+    std::vector<int> streamed;
+    if (tier_->stream_batch() > 0 && tier_->stream_rows() > 0) {
+        std::vector<int> host_side;
+        for (int e : misses)
+            (routing.by_expert[e].size() >= tier_->stream_rows() ? streamed : host_side).push_back(e);
+        std::stable_sort(streamed.begin(), streamed.end(),
+                         [&](int a, int b) { return routing.by_expert[a].size() > routing.by_expert[b].size(); });
+        misses.swap(host_side);
+    }
     const std::size_t at = route_stride_ * static_cast<std::size_t>(i);
     route_e_.write(pair_e.data(), pair_e.size() * 4, at);
     route_w_.write(pair_w.data(), pair_w.size() * 4);
@@ -798,6 +817,37 @@ void Chain::moe_tier(int i, const forward::Routing& routing, const float* h, for
     f.barrier();
     shared_experts(f, i);
     submit_frame(f);
+    // The streamed misses, a batch a stream half: staged while the device computes the hits
+    // (and the batch before), copied and computed in a frame of their own.
+    const std::uint32_t batch = tier_->stream_batch();
+    std::uint64_t stream_pairs = 0;
+    for (std::size_t first = 0, b = 0; first < streamed.size(); first += batch, ++b) {
+        const int half = static_cast<int>(b % static_cast<std::size_t>(tier_->stream_halves()));
+        Frame& g = *stream_frames_[static_cast<std::size_t>(half)];
+        if (g.running()) {  // the half's batch before: its staging and slots are reused
+            const auto t = Clock::now();
+            g.wait();
+            step_wait_s_ += since(t);
+            ++stats_.waits;
+        }
+        // The batch in increasing id (the cache's rounds take them so), its weights from
+        // the host's RAM cache (hits, or read now) or the mapped checkpoint.
+        std::vector<int> part(streamed.begin() + static_cast<std::ptrdiff_t>(first),
+                              streamed.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(first + batch, streamed.size())));
+        std::sort(part.begin(), part.end());
+        std::uint32_t staged = 0;
+        host.visit(i, part, [&](std::span<const int> ids, const std::vector<const model::Ffn*>& w) {
+            tier_->stage(half, staged, ids, w, host_pool_);
+            staged += static_cast<std::uint32_t>(ids.size());
+        });
+        g.begin();
+        g.barrier();  // after frame A2 and the batch before: they share the pairs' scratch
+        tier_->record_stream(g, i, half, part, u32(P), u32(K), h_, {&route_e_, at, route_stride_}, pg_, pu_, py_,
+                             {&act_q_, &act_s_});
+        submit_frame(g);
+        for (int e : part) stream_pairs += routing.by_expert[e].size();
+    }
+    stats_.stream_pairs += stream_pairs;
     // Meanwhile the host's misses, each pair's output into its row of y_host.
     host_pair_copies_.clear();
     std::uint64_t host_pairs = 0;

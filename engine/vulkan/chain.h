@@ -74,6 +74,12 @@ struct ChainOptions {
     // 32 from the H200 (docs/performance.md): prompt chunks gain 1.5x, while 8-16 decode
     // rows (sessions) run slower through a 32-row tile than through the GEMV.
     std::uint32_t gemm_rows = 32;
+    // A tier layer's misses with at least stream_rows rows in a step (prompt chunks) are
+    // streamed to the device through staging buffers and computed there, stream_slots
+    // experts on the device at a time (ExpertTier; 0: never). 8 from the H200
+    // (docs/performance.md, "Cold experts of a prompt chunk").
+    std::uint32_t stream_rows = 8;
+    int stream_slots = 16;
     std::uint64_t fault_upload_at = 0;  // fault hook (tests): the tier's n-th expert upload is a lost device
     // The expert tier's first fill: each tier layer's hottest experts by this history (a
     // converted model's usage file, through its expert cache); read only while the chain is made.
@@ -88,6 +94,7 @@ struct ChainStats {
     std::uint64_t steps = 0;  // steps the device ran to their end (not ones left to the CPU)
     std::uint64_t uploads = 0, split_layers = 0;
     std::uint64_t device_pairs = 0, host_pairs = 0;  // routed (row, expert) pairs computed on each side
+    std::uint64_t stream_pairs = 0;  // of device_pairs, those of experts streamed for their step
     std::uint64_t dispatches = 0, barriers = 0;       // recorded into the frames
     double device_wait_s = 0;  // waiting for the device
     double host_s = 0;         // the rest of the chain's steps: recording, host experts, uploads
@@ -238,6 +245,7 @@ private:
     Frame& a1() { return *a1_[a1_at_]; }
     Frame& open_a1();  // the current A1 frame, begun, or the next one once this is full
     std::unique_ptr<Frame> f2_;
+    std::array<std::unique_ptr<Frame>, 2> stream_frames_;  // a tier layer's streamed batches, one a stream half
     Frame::Profile profile_;
     std::vector<Span> spans_;
     std::int64_t R_ = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 
 #include "engine/experts/expert_store.h"
 #include "engine/model/tensor.h"
@@ -48,18 +49,25 @@ std::size_t slot_bytes(const model::Matrix& m) {
     return (m.bytes() + 15) / 16 * 16;
 }
 
-void pack(const model::Matrix& m, std::vector<std::byte>& out) {
-    out.assign(slot_bytes(m), std::byte{0});
+// Writes m as a slot holds it into dst (slot_bytes(m) bytes, the padding zeroed).
+void pack_into(const model::Matrix& m, std::byte* dst) {
+    const std::size_t total = slot_bytes(m);
     if (!model::is_quantized(m.dtype)) {
         const std::size_t row = model::dtype_bytes(m.dtype, m.cols);
-        for (std::int64_t r = 0; r < m.rows; ++r) std::memcpy(out.data() + r * row, m.row(r), row);
+        for (std::int64_t r = 0; r < m.rows; ++r) std::memcpy(dst + r * row, m.row(r), row);
         return;
     }
     const std::size_t row = model::dtype_bytes(m.dtype, m.row_stride), data = row * static_cast<std::size_t>(m.rows);
-    for (std::int64_t r = 0; r < m.rows; ++r) std::memcpy(out.data() + r * row, m.row(r), row);
-    for (std::int64_t r = 0; r < m.rows; ++r)
-        std::memcpy(out.data() + data + static_cast<std::size_t>(r * m.scale_stride) * 4, m.row_scales(r),
-                    static_cast<std::size_t>(m.scale_stride) * 4);
+    const std::size_t scales = static_cast<std::size_t>(m.scale_stride) * 4;
+    for (std::int64_t r = 0; r < m.rows; ++r) std::memcpy(dst + r * row, m.row(r), row);
+    for (std::int64_t r = 0; r < m.rows; ++r) std::memcpy(dst + data + static_cast<std::size_t>(r) * scales, m.row_scales(r), scales);
+    const std::size_t used = data + scales * static_cast<std::size_t>(m.rows);
+    std::memset(dst + used, 0, total - used);
+}
+
+void pack(const model::Matrix& m, std::vector<std::byte>& out) {
+    out.resize(slot_bytes(m));
+    pack_into(m, out.data());
 }
 
 // The integer shader's view of one quantized matrix (its row geometry; slot_words the slot).
@@ -71,6 +79,46 @@ MoeIntPush int_push(const model::Matrix& m) {
     p.gblocks = u32(m.group / quant::kBlock);
     p.slot_words = u32(static_cast<std::int64_t>(slot_bytes(m) / 4));
     return p;
+}
+
+// The routed projections of the pairs whose expert the slot table places in `chunks`
+// (a bank's, or a stream half's): y[q] = down(silu(gate(x)) ⊙ up(x)), x = h[q / x_div].
+template <class BankT, class Chunks>
+void record_ffn(const Ops& ops, Frame& f, const BankT& b, const Chunks& chunks, const Buffer& table,
+                std::uint32_t pairs, std::uint32_t x_div, const Buffer& h, const Binding& route_e, const Buffer& pg,
+                const Buffer& pu, const Buffer& py, const IntScratch& scratch) {
+    const std::uint32_t I = u32(b.inter), D = u32(b.hidden);
+    if (model::is_quantized(b.dtype)) {
+        // The activations quantized on the device as the CPU's kernels quantize theirs, then
+        // the integer products (moe_gemv_int.comp): h's rows for gate and up, each pair's
+        // SwiGLU row for down (computed inside its quantization).
+        const bool q4 = b.dtype == model::DType::Q4;
+        const Buffer &xq = *scratch.q, &xs = *scratch.scales;
+        ops.qact(f, {pairs / x_div, D, b.gate_int.blocks, 0, D}, h, xq, xs);
+        f.barrier();
+        for (const auto& ch : chunks) {
+            MoeIntPush p = b.gate_int;
+            p.pairs = pairs, p.x_div = x_div, p.s_first = ch.first, p.s_count = ch.count;
+            ops.moe_gemv_int(f, q4, p, *ch.gate, xq, xs, pg, route_e, table);
+            ops.moe_gemv_int(f, q4, p, *ch.up, xq, xs, pu, route_e, table);
+        }
+        f.barrier();
+        ops.qact(f, {pairs, I, b.down_int.blocks, 0, I}, pg, xq, xs, &pu);  // of silu(gate)·up
+        f.barrier();
+        for (const auto& ch : chunks) {
+            MoeIntPush p = b.down_int;
+            p.pairs = pairs, p.x_div = 1, p.s_first = ch.first, p.s_count = ch.count;
+            ops.moe_gemv_int(f, q4, p, *ch.down, xq, xs, py, route_e, table);
+        }
+        return;
+    }
+    for (const auto& ch : chunks) {
+        ops.moe_gemv(f, b.bf16, {I, D, pairs, x_div, ch.first, ch.count}, *ch.gate, h, pg, route_e, table);
+        ops.moe_gemv(f, b.bf16, {I, D, pairs, x_div, ch.first, ch.count}, *ch.up, h, pu, route_e, table);
+    }
+    f.barrier();
+    for (const auto& ch : chunks)  // down of silu(gate)·up, the SwiGLU inside
+        ops.moe_gemv(f, b.bf16, {D, I, pairs, 1, ch.first, ch.count}, *ch.down, pg, py, route_e, table, &pu);
 }
 
 }  // namespace
@@ -93,6 +141,19 @@ struct ExpertTier::Bank {
     std::vector<int> expert_in;          // slot → expert (-1: free)
     std::vector<char> loading;           // slot → an upload in flight
     bool resident() const { return capacity == slot_of.size(); }
+};
+
+// The stream area: per half, device slots for one batch of experts, the staging buffer
+// the host packs them into (the slots' layout: gate, up, down one after another a slot)
+// and the batch's expert → slot table.
+struct ExpertTier::StreamArea {
+    std::uint32_t batch = 0;  // slots a half
+    std::uint64_t slot_bytes = 0, gate_bytes = 0, down_bytes = 0;
+    struct Half {
+        Bank::Chunk slots;
+        std::unique_ptr<Buffer> staging, table;
+    };
+    std::vector<Half> halves;
 };
 
 ExpertTier::ExpertTier(Context& ctx, const Ops& ops, const model::Model& model, int device_layers,
@@ -121,6 +182,16 @@ ExpertTier::ExpertTier(Context& ctx, const Ops& ops, const model::Model& model, 
     // Every expert if the budget holds them all, else the same share of slots a layer.
     std::uint64_t slots = o.slots > 0 ? std::min<std::uint64_t>(static_cast<std::uint64_t>(o.slots), E)
                                       : std::min<std::uint64_t>(E, budget / (per * sparse.size()));
+    // Not every expert fits: a stream area for a prompt chunk's cold experts, off the budget
+    // (at most a quarter of it) unless the slots were forced.
+    std::uint64_t stream = 0;
+    if (slots < E && o.stream_rows > 0 && o.stream_slots > 0) {
+        stream = std::min<std::uint64_t>(static_cast<std::uint64_t>(o.stream_slots), E);
+        if (o.slots <= 0) {
+            stream = std::min(stream, budget / 4 / per);
+            slots = std::min<std::uint64_t>(E, (budget - stream * per) / (per * sparse.size()));
+        }
+    }
     if (slots == 0) {
         std::fprintf(stderr, "[vulkan] routed experts stay on the host: %.1f MiB left holds no expert a layer\n",
                      static_cast<double>(budget) / 1048576.0);
@@ -185,6 +256,29 @@ ExpertTier::ExpertTier(Context& ctx, const Ops& ops, const model::Model& model, 
             b.slot_of[first[s]] = u32(static_cast<std::int64_t>(s));
         }
         write_slots(i);
+    }
+    if (stream > 0) {
+        // Two halves when there are two slots or more: a batch is staged while the one
+        // before is copied and computed.
+        auto a = std::make_unique<StreamArea>();
+        const int halves = stream >= 2 ? 2 : 1;
+        const Bank& b0 = *banks_[sparse[0]];
+        a->batch = u32(static_cast<std::int64_t>(std::min<std::uint64_t>(stream / halves, b0.per_chunk)));
+        a->gate_bytes = b0.gate_bytes;
+        a->down_bytes = b0.down_bytes;
+        a->slot_bytes = 2 * b0.gate_bytes + b0.down_bytes;
+        for (int k = 0; k < halves; ++k) {
+            StreamArea::Half half;
+            half.slots.first = 0;
+            half.slots.count = a->batch;
+            half.slots.gate = std::make_unique<Buffer>(ctx, b0.gate_bytes * a->batch, Buffer::Kind::Device);
+            half.slots.up = std::make_unique<Buffer>(ctx, b0.gate_bytes * a->batch, Buffer::Kind::Device);
+            half.slots.down = std::make_unique<Buffer>(ctx, b0.down_bytes * a->batch, Buffer::Kind::Device);
+            half.staging = std::make_unique<Buffer>(ctx, a->slot_bytes * a->batch, Buffer::Kind::Host);
+            half.table = std::make_unique<Buffer>(ctx, static_cast<std::size_t>(E) * 4, Buffer::Kind::Host);
+            a->halves.push_back(std::move(half));
+        }
+        stream_ = std::move(a);
     }
     counts_ = {};
     if (threaded_) thread_ = std::thread([this] { worker(); });
@@ -261,38 +355,61 @@ void ExpertTier::record_pairs(Frame& f, int layer, std::uint32_t pairs, std::uin
                               const Binding& route_e, const Buffer& pg, const Buffer& pu, const Buffer& py,
                               const IntScratch& scratch) const {
     const Bank& b = *banks_[layer];
-    const std::uint32_t I = u32(b.inter), D = u32(b.hidden);
-    if (model::is_quantized(b.dtype)) {
-        // The activations quantized on the device as the CPU's kernels quantize theirs, then
-        // the integer products (moe_gemv_int.comp): h's rows for gate and up, each pair's
-        // SwiGLU row for down (computed inside its quantization).
-        const bool q4 = b.dtype == model::DType::Q4;
-        const Buffer &xq = *scratch.q, &xs = *scratch.scales;
-        ops_.qact(f, {pairs / x_div, D, b.gate_int.blocks, 0, D}, h, xq, xs);
-        f.barrier();
-        for (const auto& ch : b.chunks) {
-            MoeIntPush p = b.gate_int;
-            p.pairs = pairs, p.x_div = x_div, p.s_first = ch.first, p.s_count = ch.count;
-            ops_.moe_gemv_int(f, q4, p, *ch.gate, xq, xs, pg, route_e, *b.slot_table);
-            ops_.moe_gemv_int(f, q4, p, *ch.up, xq, xs, pu, route_e, *b.slot_table);
+    record_ffn(ops_, f, b, b.chunks, *b.slot_table, pairs, x_div, h, route_e, pg, pu, py, scratch);
+}
+
+std::uint32_t ExpertTier::stream_batch() const { return stream_ ? stream_->batch : 0; }
+int ExpertTier::stream_halves() const { return stream_ ? static_cast<int>(stream_->halves.size()) : 0; }
+std::uint64_t ExpertTier::stream_bytes() const {
+    return stream_ ? stream_->slot_bytes * stream_->batch * stream_->halves.size() : 0;
+}
+
+void ExpertTier::stage(int half, std::uint32_t first, std::span<const int> experts,
+                       std::span<const model::Ffn* const> weights, cpu::ThreadPool* pool) {
+    StreamArea& a = *stream_;
+    StreamArea::Half& hf = a.halves[static_cast<std::size_t>(half)];
+    if (first + experts.size() > a.batch || weights.size() != experts.size())
+        throw std::logic_error("ExpertTier::stage: more experts than a stream half holds");
+    auto* staging = static_cast<std::byte*>(hf.staging->data());
+    const auto n = static_cast<std::int64_t>(experts.size());
+    auto pack_range = [&](std::int64_t lo, std::int64_t hi) {
+        for (std::int64_t k = lo; k < hi; ++k) {
+            const model::Ffn& f = *weights[static_cast<std::size_t>(k)];
+            std::byte* at = staging + (first + static_cast<std::size_t>(k)) * a.slot_bytes;
+            pack_into(f.gate, at);
+            pack_into(f.up, at + a.gate_bytes);
+            pack_into(f.down, at + 2 * a.gate_bytes);
         }
-        f.barrier();
-        ops_.qact(f, {pairs, I, b.down_int.blocks, 0, I}, pg, xq, xs, &pu);  // of silu(gate)·up
-        f.barrier();
-        for (const auto& ch : b.chunks) {
-            MoeIntPush p = b.down_int;
-            p.pairs = pairs, p.x_div = 1, p.s_first = ch.first, p.s_count = ch.count;
-            ops_.moe_gemv_int(f, q4, p, *ch.down, xq, xs, py, route_e, *b.slot_table);
-        }
-        return;
+    };
+    if (pool && n > 1) pool->parallel_for(n, pack_range);
+    else pack_range(0, n);
+    std::lock_guard lock(mutex_);
+    counts_.streamed += static_cast<std::uint64_t>(n);
+    counts_.stream_bytes += static_cast<std::uint64_t>(n) * a.slot_bytes;
+}
+
+void ExpertTier::record_stream(Frame& f, int layer, int half, std::span<const int> batch, std::uint32_t pairs,
+                               std::uint32_t x_div, const Buffer& h, const Binding& route_e, const Buffer& pg,
+                               const Buffer& pu, const Buffer& py, const IntScratch& scratch) const {
+    const StreamArea& a = *stream_;
+    const StreamArea::Half& hf = a.halves[static_cast<std::size_t>(half)];
+    hf.staging->flush();
+    std::vector<std::uint32_t> table(static_cast<std::size_t>(c_.experts), kNoSlot);
+    std::vector<VkBufferCopy> gate, up, down;
+    for (std::size_t k = 0; k < batch.size() && k < a.batch; ++k) {
+        table[static_cast<std::size_t>(batch[k])] = u32(static_cast<std::int64_t>(k));
+        const VkDeviceSize at = k * a.slot_bytes;
+        gate.push_back({at, k * a.gate_bytes, a.gate_bytes});
+        up.push_back({at + a.gate_bytes, k * a.gate_bytes, a.gate_bytes});
+        down.push_back({at + 2 * a.gate_bytes, k * a.down_bytes, a.down_bytes});
     }
-    for (const auto& ch : b.chunks) {
-        ops_.moe_gemv(f, b.bf16, {I, D, pairs, x_div, ch.first, ch.count}, *ch.gate, h, pg, route_e, *b.slot_table);
-        ops_.moe_gemv(f, b.bf16, {I, D, pairs, x_div, ch.first, ch.count}, *ch.up, h, pu, route_e, *b.slot_table);
-    }
+    hf.table->write(table.data(), table.size() * 4);
+    f.copy_regions(*hf.staging, *hf.slots.gate, gate);
+    f.copy_regions(*hf.staging, *hf.slots.up, up);
+    f.copy_regions(*hf.staging, *hf.slots.down, down);
     f.barrier();
-    for (const auto& ch : b.chunks)  // down of silu(gate)·up, the SwiGLU inside
-        ops_.moe_gemv(f, b.bf16, {D, I, pairs, 1, ch.first, ch.count}, *ch.down, pg, py, route_e, *b.slot_table, &pu);
+    const Bank& b = *banks_[layer];
+    record_ffn(ops_, f, b, std::span(&hf.slots, 1), *hf.table, pairs, x_div, h, route_e, pg, pu, py, scratch);
 }
 
 void ExpertTier::upload(const Job& j) {

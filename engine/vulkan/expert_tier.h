@@ -12,6 +12,11 @@
 //   steps the hottest experts without a slot are uploaded — on a worker thread where the
 //   device memory is host-mapped, never stalling a step — and replace the coldest ones.
 //   A slot being filled is not used until its upload is done.
+// - streamed: a tier layer's misses that a prompt chunk routes many rows to (at least
+//   TierOptions::stream_rows) need not wait for the usage history: they are packed into a
+//   host-visible staging buffer, copied to a small stream area of device slots by the
+//   queue and computed there, in batches of stream_batch() experts, two batches in flight
+//   (docs/vulkan.md, "Cold experts of a prompt chunk"). The slots' contents stay as they were.
 //
 // Experts in f32 or bf16 (a mapped checkpoint) run through moe_gemv.comp; a converted
 // model's int8/int4 experts (read from experts.inkx) keep their container layout in the
@@ -34,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/cpu/thread_pool.h"
 #include "engine/experts/expert_store.h"
 #include "engine/experts/usage_history.h"
 #include "engine/model/weights.h"
@@ -48,6 +54,11 @@ struct TierOptions {
     double half_life_tokens = 4096;  // the usage history's decay
     int uploads_per_step = 4;        // per layer, at most, started between two steps
     bool inline_uploads = false;     // tests: between steps on the calling thread, as without host-mapped memory
+    // Streaming a prompt chunk's cold experts: misses of at least stream_rows rows (0: never)
+    // go through stream_slots device slots (two halves, one batch each; taken off the
+    // budget when it decides the slots, at most a quarter of it).
+    std::uint32_t stream_rows = 8;
+    int stream_slots = 16;
     // Fault hook (tests): the n-th upload fails as if the device were lost (0: never).
     std::uint64_t fault_upload_at = 0;
 };
@@ -112,14 +123,36 @@ public:
     // Waits for uploads in flight (tests, and before the tier is dropped).
     void drain();
 
+    // Streaming (a tier layer's misses with many rows in a step). stage() packs experts
+    // (their weights from the host's RAM cache or the mapped checkpoint) into staging half
+    // `half` on `pool`'s threads (null: the calling thread); record_stream() then records
+    // the copies of that half to its device slots and the routed projections of the pairs
+    // whose expert is in the batch, as record_pairs() does for the bank. A half may be
+    // staged again once the frame that recorded it is done.
+    std::uint32_t stream_batch() const;  // experts a batch; 0: no stream area
+    int stream_halves() const;           // batches that may be in flight at once
+    std::uint32_t stream_rows() const { return options_.stream_rows; }
+    std::uint64_t stream_bytes() const;  // the stream area's device bytes
+    // `weights[k]` is expert experts[k]'s, packed into slot first + k of the half.
+    void stage(int half, std::uint32_t first, std::span<const int> experts,
+               std::span<const model::Ffn* const> weights, cpu::ThreadPool* pool);
+    // The batch: the experts staged into the half's slots 0, 1, … (their expert → slot table
+    // written here).
+    void record_stream(Frame& f, int layer, int half, std::span<const int> batch, std::uint32_t pairs,
+                       std::uint32_t x_div, const Buffer& h,
+                       const Binding& route_e, const Buffer& pg, const Buffer& pu, const Buffer& py,
+                       const IntScratch& scratch = {}) const;
+
     struct Counters {
         std::uint64_t uploads = 0, evictions = 0;
         std::uint64_t upload_bytes = 0;
+        std::uint64_t streamed = 0, stream_bytes = 0;  // experts staged for one step, and their bytes
     };
     Counters counters() const;
 
 private:
     struct Bank;
+    struct StreamArea;
     struct Job {
         int layer;
         std::uint32_t slot;
@@ -137,6 +170,7 @@ private:
     const model::Config& c_;
     TierOptions options_;
     std::vector<std::unique_ptr<Bank>> banks_;  // per model layer (null: none)
+    std::unique_ptr<StreamArea> stream_;        // null: no streaming
     std::uint64_t bytes_ = 0;
     experts::UsageHistory history_;
     std::vector<int> history_slot_;  // model layer → history row

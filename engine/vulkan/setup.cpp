@@ -50,6 +50,8 @@ std::unique_ptr<Chain> open_chain(const model::Model& model, const VulkanFlags& 
         o.profile = f.profile;
         o.submit_dispatches = f.submit_dispatches;
         o.gemm_rows = f.gemm_rows;
+        o.stream_rows = f.stream_rows;
+        o.stream_slots = f.stream_slots;
         o.on_layer = f.on_layer;
         o.history = f.history;
         auto chain = std::make_unique<Chain>(model, o);

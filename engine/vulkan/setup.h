@@ -24,6 +24,8 @@ struct VulkanFlags {
     bool profile = false;          // --vk-profile
     std::uint32_t submit_dispatches = 64;  // --vk-submit-dispatches (ChainOptions)
     std::uint32_t gemm_rows = 32;          // --vk-gemm-rows (ChainOptions)
+    std::uint32_t stream_rows = 8;         // --vk-stream-rows (ChainOptions)
+    int stream_slots = 16;                 // --vk-stream-slots (ChainOptions)
     const experts::UsageHistory* history = nullptr;  // the expert cache's, seeding the tier (ChainOptions)
     // Called after each layer's weights reach the device (done of total): load progress.
     std::function<void(std::uint64_t done, std::uint64_t total)> on_layer;

@@ -36,6 +36,8 @@ FIGURES = {
     "inkling_device_tier_evictions_total": "tier_evictions",
     "inkling_device_expert_pairs_total": "device_pairs",
     "inkling_host_expert_pairs_total": "host_pairs",
+    "inkling_device_streamed_experts_total": "tier_streamed",
+    "inkling_device_streamed_pairs_total": "stream_pairs",
     "inkling_device_steps_total": "steps",
     "inkling_device_frames_per_step": "frames_per_step",
     "inkling_device_waits_per_step": "waits_per_step",

@@ -2,7 +2,8 @@
 // of a MoE layer on the device, the router's top-k and the combine there too, so a step
 // needs one wait — against the CPU forward (tokens, logits within 1e-4, the same experts
 // counted), with some layers resident and the rest on the host, with several sessions in
-// one batch, and with a device lost mid-step.
+// one batch, and with a device lost mid-step; the expert tier (a few slots a layer, the
+// misses on the host or streamed to the device), with a device lost there too.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -251,4 +252,79 @@ TEST_CASE("vulkan expert tier: a device lost during an expert upload finishes on
         CHECK(dev_fw.chain() == nullptr);
         CHECK(dev_fw.take_device_event().find("expert upload") != std::string::npos);
     }
+}
+
+TEST_CASE("vulkan expert tier: a prompt chunk's cold experts streamed to the device, same tokens") {
+    auto model = model::load_model(test_paths::fixtures() / "mixed-hf-f32");  // E=16, top-4
+    const auto& c = model.config;
+    cpu::ThreadPool pool(2);
+    forward::Forward cpu_fw(model, pool);
+    const auto prompt = prompt_for(c, 23);
+    const Trace want = greedy(cpu_fw, c, prompt, 8);  // the prompt in one step: ~6 rows an expert
+    const auto total = static_cast<std::uint64_t>((23 + 8) * c.top_k * sparse_layers(c));
+    // The same tier without streaming: its uploads, to compare (streaming leaves the slots alone).
+    vulkan::ChainOptions base;
+    base.expert_slots = 1;
+    base.inline_uploads = true;  // the slots change at the same steps every run
+    base.stream_rows = 0;
+    std::uint64_t uploads_without = 0, host_without = 0;
+    {
+        auto chain = chain_or_skip(model, base);
+        if (!chain) return;
+        forward::Forward dev_fw(model, pool);
+        dev_fw.set_chain(std::move(chain));
+        check_same(want, greedy(dev_fw, c, prompt, 8));
+        const auto& st = dev_fw.chain()->stats();
+        CHECK(st.stream_pairs == 0);
+        CHECK(dev_fw.chain()->tier()->stream_batch() == 0);
+        uploads_without = dev_fw.chain()->tier()->counters().uploads;
+        host_without = st.host_pairs;
+        CHECK(host_without > 0);
+    }
+    // stream_rows 1: every miss streams (decode's too), so the host computes no routed pair;
+    // 3: the prompt's experts of 3 rows or more stream, the others and decode's stay on the
+    // host. Slots 1 (one half, a batch of one), 2 (two halves of one: batches double
+    // buffered) and 5 (two halves of two).
+    for (std::uint32_t rows : {1u, 3u})
+        for (int slots : {1, 2, 5}) {
+            CAPTURE(rows);
+            CAPTURE(slots);
+            vulkan::ChainOptions o = base;
+            o.stream_rows = rows;
+            o.stream_slots = slots;
+            auto chain = chain_or_skip(model, o);
+            if (!chain) return;
+            REQUIRE(chain->tier()->stream_batch() == static_cast<std::uint32_t>(slots >= 2 ? slots / 2 : 1));
+            CHECK(chain->tier()->stream_halves() == (slots >= 2 ? 2 : 1));
+            forward::Forward dev_fw(model, pool);
+            dev_fw.set_chain(std::move(chain));
+            check_same(want, greedy(dev_fw, c, prompt, 8));
+            vulkan::Chain& ch = *dev_fw.chain();
+            const auto& st = ch.stats();
+            CHECK(st.steps == 1 + 8);
+            CHECK(st.host_pairs + st.device_pairs == total);
+            CHECK(st.stream_pairs > 0);
+            CHECK(st.stream_pairs <= st.device_pairs);
+            CHECK(st.host_pairs < host_without);
+            if (rows == 1) CHECK(st.host_pairs == 0);
+            if (rows == 3) CHECK(st.host_pairs > 0);  // decode's misses: one row each
+            const auto tc = ch.tier()->counters();
+            CHECK(tc.streamed > 0);
+            CHECK(tc.stream_bytes > 0);
+            CHECK(tc.uploads == uploads_without);  // the slots filled as without streaming
+        }
+}
+
+TEST_CASE("vulkan expert tier: a device lost while experts stream finishes on the CPU") {
+    auto model = model::load_model(test_paths::fixtures() / "mixed-hf-f32");
+    cpu::ThreadPool pool(2);
+    forward::Forward cpu_fw(model, pool);
+    const auto prompt = prompt_for(model.config, 17);
+    const Trace want = greedy(cpu_fw, model.config, prompt, 6);
+    vulkan::ChainOptions o;
+    o.expert_slots = 1;
+    o.inline_uploads = true;
+    o.stream_rows = 1;  // every miss streams: most submits of a step are streamed batches
+    o.stream_slots = 2;
+    lost_device_runs(model, pool, o, prompt, 6, 1000, want, {2, 3, 5, 14});
 }
