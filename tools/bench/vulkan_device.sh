@@ -15,7 +15,8 @@
 # 5. Inkling-Small's width (make-tiny's `small` geometry, SMALL_EXPERTS experts a layer, 32 by
 #    default: decode reads the same bytes a token whatever the count, 6 routed + 2 shared;
 #    docs/performance.md): bf16 dense layers, int4 routed experts through the converter — the
-#    CPU vs the chain with the experts on the host vs a tier holding about half of them vs
+#    CPU vs the chain with the experts on the host vs a tier holding about half of them (its
+#    misses with 8 rows or more streamed to the device, and with none: --vk-stream-rows 0) vs
 #    every expert resident, and the bf16 model resident.
 # STEPS="1 2 3 4 5" picks steps (default 1-4); GEN=dir keeps generated models between calls
 # (default /tmp); GEMM_ROWS="8 32" adds mid-model prefill runs through the tiled GEMM.
@@ -118,6 +119,7 @@ sb() { local name=$1 model=$2; shift 2
 sb int4_cpu "$int4" --vulkan off
 sb int4_host_experts "$int4" --vulkan on --vk-experts off
 sb int4_tier "$int4" --vulkan on --vk-budget-mb "$tier_mb"
+sb int4_tier_nostream "$int4" --vulkan on --vk-budget-mb "$tier_mb" --vk-stream-rows 0
 sb int4_resident "$int4" --vulkan on
 sb bf16_cpu "$src" --vulkan off
 sb bf16_resident "$src" --vulkan on
