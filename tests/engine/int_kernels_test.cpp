@@ -122,11 +122,11 @@ TEST_CASE("integer matmul is bitwise equal across scalar and every SIMD ISA (AVX
     cpu::ThreadPool pool(2);
     for (const Case& c : kCases)
         for (std::int64_t cols : kCols)
-            for (std::int64_t xs : {1, 2, 5}) {
+            for (std::int64_t xs : {1, 2, 5, 13}) {  // 13: AVX-512's 16-rows-a-lane kernel (from 12 rows)
                 CAPTURE(c.name);
                 CAPTURE(cols);
                 CAPTURE(xs);
-                const std::int64_t rows = 19;
+                const std::int64_t rows = 35;
                 const auto q = quantize(c, random_values(rows * cols, rng), rows, cols);
                 const auto x = random_values(xs * cols, rng);
                 cpu::set_isa(cpu::Isa::Scalar);
@@ -240,7 +240,7 @@ TEST_CASE("vectorized activation quantization gives quantize_activations' values
     }
 }
 
-TEST_CASE("integer matmul: 17 and 64 activation rows, each row bitwise as alone (several rows per weight load)") {
+TEST_CASE("integer matmul: 12 to 64 activation rows, each row bitwise as alone and for any thread count") {
     std::mt19937 rng(17);
     cpu::ThreadPool pool(2), one(1);
     each_isa([&](cpu::Isa isa) {
@@ -251,13 +251,18 @@ TEST_CASE("integer matmul: 17 and 64 activation rows, each row bitwise as alone 
             const std::int64_t rows = 45, cols = 1056;
             const auto q = quantize(c, random_values(rows * cols, rng), rows, cols);
             const auto x = random_values(64 * cols, rng);
-            for (std::int64_t n : {17, 64}) {
-                CAPTURE(n);
-                const auto y = run(x.data(), n, q.view(), pool);
-                for (std::int64_t s = 0; s < n; ++s)
-                    CHECK(std::memcmp(y.data() + s * rows, run(x.data() + s * cols, 1, q.view(), one).data(),
-                                      rows * sizeof(float)) == 0);
-            }
+            // 16 weight rows a lane from 12 activation rows on (AVX-512), the last 13 weight rows
+            // and a thread's share that is not a multiple of 16 through the other kernels.
+            cpu::ThreadPool three(3);
+            for (std::int64_t n : {12, 17, 64})
+                for (cpu::ThreadPool* p : {&pool, &three}) {
+                    CAPTURE(n);
+                    CAPTURE(p->size());
+                    const auto y = run(x.data(), n, q.view(), *p);
+                    for (std::int64_t s = 0; s < n; ++s)
+                        CHECK(std::memcmp(y.data() + s * rows, run(x.data() + s * cols, 1, q.view(), one).data(),
+                                          rows * sizeof(float)) == 0);
+                }
         }
     });
 }
