@@ -134,15 +134,16 @@ def record(path, f, prompt, ext):
 
 held = {}  # --fake-hold: request id → the reply tokens still to send
 held_lock = threading.Lock()
-release = threading.Event()
 
 
 def releaser():
-    """SIGUSR1 (--fake-hold): every held request gets the rest of its reply and a DONE. A
-    thread, so the signal handler only sets an event (it may interrupt a send)."""
+    """SIGUSR1 (--fake-hold): every held request gets the rest of its reply and a DONE. The
+    signal is blocked in every thread and taken here by sigwait, never by a Python handler: a
+    handler that takes a lock deadlocks when a second signal of a storm (the tests send one
+    every 0.2 s) lands inside the first one's critical section (seen under CPU starvation:
+    the engine stopped answering STATS and the gateway killed it as unresponsive)."""
     while True:
-        release.wait()
-        release.clear()
+        signal.sigwait({signal.SIGUSR1})
         with held_lock:
             ready = list(held.items())
             held.clear()
@@ -155,8 +156,8 @@ def releaser():
 def main():
     fds = inherited_fds()
     if "--fake-hold" in sys.argv:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})  # before the thread: it inherits the mask
         threading.Thread(target=releaser, daemon=True).start()
-        signal.signal(signal.SIGUSR1, lambda *_: release.set())
     if "--fake-hang-before-ready" in sys.argv:
         signal.pause()
     send(READY)
