@@ -659,13 +659,7 @@ Frame& Chain::open_a1() {
         ++a1_early_;
         a1_at_ = (a1_at_ + 1) % a1_.size();
         f = &a1();
-        if (f->running()) {
-            // The ring came round to a frame still running (begin() would wait for it).
-            const auto t = Clock::now();
-            f->wait();
-            step_wait_s_ += since(t);
-            ++stats_.waits;
-        }
+        if (f->running()) wait_frame(*f);  // the ring came round to a frame still running
     }
     if (!f->recording()) {
         f->begin();
@@ -683,9 +677,13 @@ void Chain::submit_frame(Frame& f) {
 
 void Chain::run_frame(Frame& f) {
     submit_frame(f);
-    const auto t_dev = Clock::now();
+    wait_frame(f);
+}
+
+void Chain::wait_frame(Frame& f) {
+    const auto t = Clock::now();
     f.wait();
-    step_wait_s_ += since(t_dev);
+    step_wait_s_ += since(t);
     ++stats_.waits;
 }
 
@@ -824,12 +822,7 @@ void Chain::moe_tier(int i, const forward::Routing& routing, const float* h, for
     for (std::size_t first = 0, b = 0; first < streamed.size(); first += batch, ++b) {
         const int half = static_cast<int>(b % static_cast<std::size_t>(tier_->stream_halves()));
         Frame& g = *stream_frames_[static_cast<std::size_t>(half)];
-        if (g.running()) {  // the half's batch before: its staging and slots are reused
-            const auto t = Clock::now();
-            g.wait();
-            step_wait_s_ += since(t);
-            ++stats_.waits;
-        }
+        if (g.running()) wait_frame(g);  // the half's batch before: its staging and slots are reused
         // The batch in increasing id (the cache's rounds take them so), its weights from
         // the host's RAM cache (hits, or read now) or the mapped checkpoint.
         std::vector<int> part(streamed.begin() + static_cast<std::ptrdiff_t>(first),

@@ -191,6 +191,7 @@ private:
     void run_a1();
     void run_frame(Frame& f);
     void submit_frame(Frame& f);  // submits without waiting, counting its commands
+    void wait_frame(Frame& f);    // waits for a submitted frame, counting the wait and its time
     // A tier layer's MoE block: the device's hits in frame A2, the host's misses
     // meanwhile; both join at the start of the next frame (join_moe).
     void moe_tier(int layer, const forward::Routing& routing, const float* h, forward::HostExperts& host);

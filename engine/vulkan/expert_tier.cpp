@@ -393,10 +393,11 @@ void ExpertTier::record_stream(Frame& f, int layer, int half, std::span<const in
                                const Buffer& pu, const Buffer& py, const IntScratch& scratch) const {
     const StreamArea& a = *stream_;
     const StreamArea::Half& hf = a.halves[static_cast<std::size_t>(half)];
+    if (batch.size() > a.batch) throw std::logic_error("ExpertTier::record_stream: more experts than a stream half holds");
     hf.staging->flush();
     std::vector<std::uint32_t> table(static_cast<std::size_t>(c_.experts), kNoSlot);
     std::vector<VkBufferCopy> gate, up, down;
-    for (std::size_t k = 0; k < batch.size() && k < a.batch; ++k) {
+    for (std::size_t k = 0; k < batch.size(); ++k) {
         table[static_cast<std::size_t>(batch[k])] = u32(static_cast<std::int64_t>(k));
         const VkDeviceSize at = k * a.slot_bytes;
         gate.push_back({at, k * a.gate_bytes, a.gate_bytes});
