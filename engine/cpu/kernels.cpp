@@ -29,6 +29,10 @@ float dot_scalar(const float* a, const float* b, std::int64_t n) {
 
 void row_scalar(const Matrix& m, std::int64_t r, float* out) { model::row_to_f32(m, r, out); }
 
+void axpy_scalar(float a, const float* x, std::int64_t n, float* y) {
+    for (std::int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
 #if defined(__x86_64__)
 // ---- AVX2 + FMA + F16C ---------------------------------------------------------------
 __attribute__((target("avx2,fma"))) float hsum256(__m256 v) {
@@ -52,6 +56,15 @@ __attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* 
     float sum = hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
     for (; i < n; ++i) sum += a[i] * b[i];
     return sum;
+}
+
+// Product rounded, then the sum (no FMA): the bits of the scalar loop x86-64 compiles.
+__attribute__((target("avx2"))) void axpy_avx2(float a, const float* x, std::int64_t n, float* y) {
+    const __m256 av = _mm256_set1_ps(a);
+    std::int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_mul_ps(av, _mm256_loadu_ps(x + i))));
+    for (; i < n; ++i) y[i] += a * x[i];
 }
 
 __attribute__((target("avx2,fma,f16c"))) void row_avx2(const Matrix& m, std::int64_t r, float* out) {
@@ -88,6 +101,18 @@ __attribute__((target("avx512f"))) float dot_avx512(const float* a, const float*
         s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, a + i), _mm512_maskz_loadu_ps(k, b + i), s1);
     }
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+}
+
+__attribute__((target("avx512f"))) void axpy_avx512(float a, const float* x, std::int64_t n, float* y) {
+    const __m512 av = _mm512_set1_ps(a);
+    std::int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_add_ps(_mm512_loadu_ps(y + i), _mm512_mul_ps(av, _mm512_loadu_ps(x + i))));
+    if (i < n) {
+        const __mmask16 k = static_cast<__mmask16>((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(y + i, k,
+                              _mm512_add_ps(_mm512_maskz_loadu_ps(k, y + i), _mm512_mul_ps(av, _mm512_maskz_loadu_ps(k, x + i))));
+    }
 }
 
 // Four activation rows against one weight row: each row's sum is formed exactly as
@@ -147,16 +172,17 @@ struct Kernels {
     void (*row)(const Matrix&, std::int64_t, float*);
     // Optional: one row · four vectors; must be bitwise equal to four dot() calls.
     void (*dot4)(const float*, const float* const*, std::int64_t, float*);
+    void (*axpy)(float, const float*, std::int64_t, float*);
 };
 
 // (ARM64: the f32 products keep the scalar dot; the bf16 and integer ones have NEON kernels.)
 Kernels kernels_for(Isa isa) {
 #if defined(__x86_64__)
-    if (isa == Isa::Avx512) return {dot_avx512, row_avx512, dot4_avx512};
-    if (isa == Isa::Avx2) return {dot_avx2, row_avx2, nullptr};
+    if (isa == Isa::Avx512) return {dot_avx512, row_avx512, dot4_avx512, axpy_avx512};
+    if (isa == Isa::Avx2) return {dot_avx2, row_avx2, nullptr, axpy_avx2};
 #endif
     (void)isa;
-    return {dot_scalar, row_scalar, nullptr};
+    return {dot_scalar, row_scalar, nullptr, axpy_scalar};
 }
 
 Isa g_isa = best_isa();
@@ -240,6 +266,8 @@ Numerics parse_numerics(const std::string& name) {
 }
 
 float dot(const float* a, const float* b, std::int64_t n) { return g_kernels.dot(a, b, n); }
+
+void axpy(float a, const float* x, std::int64_t n, float* y) { g_kernels.axpy(a, x, n, y); }
 
 void row_f32(const Matrix& m, std::int64_t r, float* out) { g_kernels.row(m, r, out); }
 

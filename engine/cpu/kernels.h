@@ -54,6 +54,9 @@ const char* numerics_name(Numerics numerics);
 Numerics parse_numerics(const std::string& name);  // "exact", "bf16"
 
 float dot(const float* a, const float* b, std::int64_t n);
+// y[i] += a·x[i]: the product rounded, then the sum, on every x86 ISA alike (no FMA), so
+// the vector forms give the plain loop's bits. x and y do not overlap.
+void axpy(float a, const float* x, std::int64_t n, float* y);
 // One row of `m` as f32.
 void row_f32(const model::Matrix& m, std::int64_t r, float* out);
 

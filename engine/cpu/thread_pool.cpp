@@ -1,5 +1,7 @@
 #include "engine/cpu/thread_pool.h"
 
+#include <chrono>
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -16,9 +18,25 @@ inline void spin_pause() {
 #endif
 }
 
-// A few µs of polling: longer than the gap between two loops of one decode step,
-// short enough that an idle engine sleeps.
-constexpr int kSpins = 2000;
+// How long a thread polls before it sleeps: longer than the gaps between two loops of one
+// decode step (the longest is a layer's single-threaded work, ~0.1 ms on a small model),
+// short enough that an idle engine sleeps at once. Timed, not counted: PAUSE takes 10 ns
+// on some Intel cores and 40 on others, and a sleeping worker woken through the kernel
+// starts 20-50 µs late in a VM.
+constexpr auto kSpin = std::chrono::microseconds(250);
+
+// Polls `done` (PAUSE between polls) for at most kSpin; whether it came true.
+template <class Done>
+bool spin_until(Done done) {
+    const auto until = std::chrono::steady_clock::now() + kSpin;
+    while (true) {
+        for (int i = 0; i < 32; ++i) {
+            if (done()) return true;
+            spin_pause();
+        }
+        if (std::chrono::steady_clock::now() >= until) return done();
+    }
+}
 
 std::pair<std::int64_t, std::int64_t> share(std::int64_t n, unsigned ways, unsigned index) {
     std::int64_t chunk = n / ways, extra = n % ways;
@@ -58,8 +76,7 @@ void ThreadPool::parallel_for(std::int64_t n, const std::function<void(std::int6
     wake_.notify_all();
     auto [b, e] = share(n, size(), 0);
     if (b < e) fn(b, e);
-    for (int i = 0; i < kSpins && pending_.load(std::memory_order_acquire) != 0; ++i) spin_pause();
-    if (pending_.load(std::memory_order_acquire) != 0) {
+    if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
         std::unique_lock lock(mutex_);
         done_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
     }
@@ -69,12 +86,7 @@ void ThreadPool::parallel_for(std::int64_t n, const std::function<void(std::int6
 void ThreadPool::worker(unsigned index) {
     std::uint64_t seen = 0;
     while (true) {
-        int spins = 0;
-        while (generation_.load(std::memory_order_acquire) == seen && !stop_ && spins < kSpins) {
-            spin_pause();
-            ++spins;
-        }
-        if (generation_.load(std::memory_order_acquire) == seen) {
+        if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen || stop_; })) {
             std::unique_lock lock(mutex_);
             wake_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_acquire) != seen; });
         }

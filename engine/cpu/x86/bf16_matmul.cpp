@@ -81,7 +81,7 @@ constexpr int kMR = 6, kNR = 4;    // activation rows × weight rows of a blocke
 constexpr int kGemvNR = 8;         // weight rows of a tile when the activations are one tile
 constexpr std::int64_t kL1Bytes = 24 << 10;   // an activation tile's chunk slice
 constexpr std::int64_t kL2Bytes = 512 << 10;  // a block of weight rows
-constexpr std::int64_t kPrefetch = 1024;      // bytes ahead in each streamed weight row
+constexpr std::int64_t kAhead = 16;           // chunks (of 64 bytes) prefetched ahead in each streamed weight row
 
 struct alignas(64) Lane16 {
     float v[16];
@@ -91,6 +91,7 @@ struct Tile {
     const void* x;                // first activation row of the tile
     std::int64_t xs;              // elements between activation rows
     const std::uint16_t* w;       // first weight row
+    const std::uint16_t* wnext;   // the next tile's first weight row (prefetched past this one's end)
     std::int64_t ws;              // elements between weight rows
     std::int64_t c0, c1;          // chunks [c0, c1)
     bool masked_last;             // chunk c1 - 1 is the row's partial last chunk
@@ -110,14 +111,14 @@ INKLING_AVX512 inline float finish16(__m512 a) {
 
 // One chunk of the FMA tile. `Full`: all 32 columns real (else `tail` says which are).
 template <int MR, int NR, bool Full, bool Prefetch>
-INKLING_AVX512 inline void step_fma(__m512 (&acc)[MR][NR], const Tile& t, std::int64_t c) {
+INKLING_AVX512 inline void step_fma(__m512 (&acc)[MR][NR], const Tile& t, std::int64_t c, const std::uint16_t* pf) {
     const float* x = static_cast<const float*>(t.x) + c * kChunk;
     const std::uint16_t* w = t.w + c * kChunk;
     const __mmask32 cols = Full ? ~__mmask32{0} : t.tail;
     __m512 wv[NR];
 #pragma GCC unroll 8
     for (int o = 0; o < NR; ++o) {
-        if (Prefetch) _mm_prefetch(reinterpret_cast<const char*>(w + o * t.ws) + kPrefetch, _MM_HINT_T0);
+        if (Prefetch) _mm_prefetch(reinterpret_cast<const char*>(pf + o * t.ws), _MM_HINT_T0);
         wv[o] = _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(cols & 0xaaaaaaaau, w + o * t.ws));
     }
 #pragma GCC unroll 8
@@ -140,13 +141,13 @@ INKLING_AVX512 inline void step_fma(__m512 (&acc)[MR][NR], const Tile& t, std::i
 }
 
 template <int MR, int NR, bool Full, bool Prefetch>
-INKLING_AVX512_BF16 inline void step_dot(__m512 (&acc)[MR][NR], const Tile& t, std::int64_t c) {
+INKLING_AVX512_BF16 inline void step_dot(__m512 (&acc)[MR][NR], const Tile& t, std::int64_t c, const std::uint16_t* pf) {
     const std::uint16_t* x = static_cast<const std::uint16_t*>(t.x) + c * kChunk;
     const std::uint16_t* w = t.w + c * kChunk;
     __m512i wv[NR];
 #pragma GCC unroll 8
     for (int o = 0; o < NR; ++o) {
-        if (Prefetch) _mm_prefetch(reinterpret_cast<const char*>(w + o * t.ws) + kPrefetch, _MM_HINT_T0);
+        if (Prefetch) _mm_prefetch(reinterpret_cast<const char*>(pf + o * t.ws), _MM_HINT_T0);
         wv[o] = Full ? _mm512_loadu_si512(w + o * t.ws) : _mm512_maskz_loadu_epi16(t.tail, w + o * t.ws);
     }
 #pragma GCC unroll 8
@@ -164,8 +165,17 @@ INKLING_AVX512_BF16 inline void step_dot(__m512 (&acc)[MR][NR], const Tile& t, s
         _Pragma("GCC unroll 8") for (int o = 0; o < NR; ++o)                                   \
             acc[s][o] = t.first ? _mm512_setzero_ps() : _mm512_load_ps(t.part[s * NR + o].v);  \
     const std::int64_t full_end = t.masked_last ? t.c1 - 1 : t.c1;                             \
-    for (std::int64_t c = t.c0; c < full_end; ++c) STEP<MR, NR, true, Prefetch>(acc, t, c);    \
-    if (t.masked_last) STEP<MR, NR, false, false>(acc, t, t.c1 - 1);                           \
+    std::int64_t c = t.c0;                                                                     \
+    if (Prefetch) {                                                                            \
+        /* kAhead chunks ahead in each row; the last kAhead chunks' prefetches are the */      \
+        /* next tile's first ones, so its rows start warm. */                                  \
+        for (; c < std::min(full_end, t.c1 - kAhead); ++c)                                     \
+            STEP<MR, NR, true, true>(acc, t, c, t.w + (c + kAhead) * kChunk);                  \
+        for (; c < full_end; ++c)                                                              \
+            STEP<MR, NR, true, true>(acc, t, c, t.wnext + (c + kAhead - t.c1) * kChunk);       \
+    }                                                                                          \
+    for (; c < full_end; ++c) STEP<MR, NR, true, false>(acc, t, c, nullptr);                   \
+    if (t.masked_last) STEP<MR, NR, false, false>(acc, t, t.c1 - 1, nullptr);                  \
     _Pragma("GCC unroll 8") for (int s = 0; s < MR; ++s)                                       \
         _Pragma("GCC unroll 8") for (int o = 0; o < NR; ++o) {                                 \
         if (t.last) t.y[s * t.ys + o] = finish16(acc[s][o]);                                   \
@@ -221,6 +231,7 @@ void rows_avx512(const Matrix& w, const Bf16Activations& x, std::int64_t begin, 
         for (std::int64_t o = begin; o < end; o += nr_max) {
             const std::int64_t nr = std::min(nr_max, end - o);
             t.w = wrow(o);
+            t.wnext = o + nr < end ? wrow(o + nr) : t.w;
             t.y = y + o;
             (n == 1 ? One::get(1, nr) : Few::get(n, nr))(t);
         }
