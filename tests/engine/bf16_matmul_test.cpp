@@ -1,7 +1,7 @@
 // matmul on bf16 weights in both numerics modes, against a plain scalar rendering of the
 // order engine/cpu/bf16_matmul.h promises (bf16 rounding spelled out here, not borrowed):
 // bitwise on every ISA and kernel (FMA tiles, vdpbf16ps tiles, AVX2, scalar), for edge
-// shapes (columns not a multiple of 32, rows not a multiple of the tile, n = 1, 2, 3, 5,
+// shapes (columns not a multiple of 32, rows not a multiple of the tile, n = 1, 2, 3, 5, 7, 8,
 // 17, 64, strided rows, shapes past the L1/L2 blocking), each row bitwise the same alone
 // or in any batch and for any thread count; and close to the double-precision product.
 #include <doctest/doctest.h>
@@ -211,11 +211,12 @@ TEST_CASE("bf16 matmul: every ISA and kernel bitwise equals the reference order,
         std::int64_t rows, cols, stride, n;
     };
     // Columns: 1, < 32, 32 ± 1, not a multiple of 32, past the tiles' L1 slice (1024 f32 /
-    // 2048 bf16 columns); rows: not a multiple of 4 or 8, past an L2 block; n: 1, 2, 3, 5,
-    // 17 (2 tiles + 5), 64.
+    // 2048 bf16 columns); rows: not a multiple of 3, 4 or 8, past an L2 block; n: 1, 2, 3, 5,
+    // 7 and 8 (the one wide streaming tile), 17 (2 tiles + 5), 64.
     const Shape shapes[] = {{7, 1, 1, 1},      {9, 15, 16, 2},     {13, 31, 31, 3},   {5, 32, 40, 5},
                             {33, 33, 33, 17},  {19, 100, 100, 64}, {70, 257, 300, 6}, {11, 2100, 2100, 7},
-                            {290, 1056, 1056, 13}, {3, 64, 64, 1},  {8, 4100, 4100, 2}};
+                            {290, 1056, 1056, 13}, {3, 64, 64, 1},  {8, 4100, 4100, 2}, {37, 1100, 1200, 8},
+                            {2, 40, 40, 8}};
     for (const Shape& sh : shapes) {
         const Weights w = make_weights(sh.rows, sh.cols, sh.stride, rng);
         const auto x = make_x(sh.n, sh.cols, rng);

@@ -79,6 +79,7 @@ INKLING_AVX2 void dot_avx2(const std::uint16_t* w, std::int64_t cols, const floa
 // Tile shape and blocking (measured on the project's VMs: docs/performance.md).
 constexpr int kMR = 6, kNR = 4;    // activation rows × weight rows of a blocked tile (29 zmm)
 constexpr int kGemvNR = 8;         // weight rows of a tile when the activations are one tile
+constexpr int kWideMR = 8, kWideNR = 3;  // one streaming tile for kMR < n ≤ 8 rows (28 zmm)
 constexpr std::int64_t kL1Bytes = 24 << 10;   // an activation tile's chunk slice
 constexpr std::int64_t kL2Bytes = 512 << 10;  // a block of weight rows
 constexpr std::int64_t kAhead = 16;           // chunks (of 64 bytes) prefetched ahead in each streamed weight row
@@ -94,6 +95,7 @@ struct Tile {
     const std::uint16_t* wnext;   // the next tile's first weight row (prefetched past this one's end)
     std::int64_t ws;              // elements between weight rows
     std::int64_t c0, c1;          // chunks [c0, c1)
+    std::int64_t chunks;          // chunks of a whole row (prefetching runs ahead within it)
     bool masked_last;             // chunk c1 - 1 is the row's partial last chunk
     __mmask32 tail;               // its columns
     Lane16* part;                 // accumulators between chunk slices (MR·NR), or null
@@ -169,10 +171,10 @@ INKLING_AVX512_BF16 inline void step_dot(__m512 (&acc)[MR][NR], const Tile& t, s
     if (Prefetch) {                                                                            \
         /* kAhead chunks ahead in each row; the last kAhead chunks' prefetches are the */      \
         /* next tile's first ones, so its rows start warm. */                                  \
-        for (; c < std::min(full_end, t.c1 - kAhead); ++c)                                     \
-            STEP<MR, NR, true, true>(acc, t, c, t.w + (c + kAhead) * kChunk);                  \
+        const std::int64_t split = std::clamp(t.chunks - kAhead, c, full_end);                 \
+        for (; c < split; ++c) STEP<MR, NR, true, true>(acc, t, c, t.w + (c + kAhead) * kChunk); \
         for (; c < full_end; ++c)                                                              \
-            STEP<MR, NR, true, true>(acc, t, c, t.wnext + (c + kAhead - t.c1) * kChunk);       \
+            STEP<MR, NR, true, true>(acc, t, c, t.wnext + (c + kAhead - t.chunks) * kChunk);   \
     }                                                                                          \
     for (; c < full_end; ++c) STEP<MR, NR, true, false>(acc, t, c, nullptr);                   \
     if (t.masked_last) STEP<MR, NR, false, false>(acc, t, t.c1 - 1, nullptr);                  \
@@ -218,11 +220,15 @@ void rows_avx512(const Matrix& w, const Bf16Activations& x, std::int64_t begin, 
     t.ws = w.row_stride;
     t.tail = last_cols == kChunk ? ~__mmask32{0} : static_cast<__mmask32>((1u << last_cols) - 1);
     t.ys = w.rows;
-    // Few activation rows: one tile of them, every weight row read once from memory.
-    if (n <= kMR) {
+    t.chunks = chunks;
+    // Few activation rows (a batched decode step): one tile of them, every weight row read
+    // once from memory. 7 or 8 rows in two blocked tiles (6 + 1 or 2) ran at 60 % of the
+    // streaming rate of 6.
+    if (n <= kWideMR) {
         using One = Table<Dot, true, 1, kGemvNR>;
         using Few = Table<Dot, true, kMR, kNR>;
-        const std::int64_t nr_max = n == 1 ? kGemvNR : kNR;
+        using Wide = Table<Dot, true, kWideMR, kWideNR>;
+        const std::int64_t nr_max = n == 1 ? kGemvNR : n <= kMR ? kNR : kWideNR;
         t.x = xrow(0);
         t.c0 = 0;
         t.c1 = chunks;
@@ -233,11 +239,14 @@ void rows_avx512(const Matrix& w, const Bf16Activations& x, std::int64_t begin, 
             t.w = wrow(o);
             t.wnext = o + nr < end ? wrow(o + nr) : t.w;
             t.y = y + o;
-            (n == 1 ? One::get(1, nr) : Few::get(n, nr))(t);
+            (n == 1 ? One::get(1, nr) : n <= kMR ? Few::get(n, nr) : Wide::get(n, nr))(t);
         }
         return;
     }
+    // The first activation tile over a block reads its weights from memory: prefetched as
+    // above; the other tiles find them in L2.
     using T = Table<Dot, false, kMR, kNR>;
+    using First = Table<Dot, true, kMR, kNR>;
     const std::int64_t kc = std::max<std::int64_t>(1, kL1Bytes / (kMR * kChunk * xbytes));
     const std::int64_t nc =
         std::clamp<std::int64_t>(kL2Bytes / (w.cols * 2) / kNR * kNR, kNR, 64 * kNR);
@@ -257,9 +266,10 @@ void rows_avx512(const Matrix& w, const Bf16Activations& x, std::int64_t begin, 
                 for (std::int64_t o = jc; o < je; o += kNR) {
                     const std::int64_t nr = std::min<std::int64_t>(kNR, je - o);
                     t.w = wrow(o);
+                    t.wnext = o + nr < end ? wrow(o + nr) : t.w;
                     t.part = part.data() + (o - jc) / kNR * kMR * kNR;
                     t.y = y + s0 * w.rows + o;
-                    T::get(mr, nr)(t);
+                    (s0 == 0 ? First::get(mr, nr) : T::get(mr, nr))(t);
                 }
             }
         }
