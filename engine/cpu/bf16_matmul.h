@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "engine/cpu/kernels.h"
+#include "platform/aligned_vector.h"
 
 namespace inkling::cpu {
 
@@ -41,8 +42,8 @@ namespace inkling::cpu {
 struct Bf16Activations {
     std::int64_t rows = 0, cols = 0, chunks = 0, stride = 0;
     bool dot = false;  // packed for vdpbf16ps (bf16) rather than FMA (f32)
-    std::vector<float> f32;
-    std::vector<std::uint16_t> bf16;
+    platform::AlignedVector<float> f32;  // rows start on cache lines (the stride is a multiple of 32)
+    platform::AlignedVector<std::uint16_t> bf16;
 };
 
 // The bf16 value vcvtneps2bf16 gives for `v`.

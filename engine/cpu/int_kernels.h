@@ -40,7 +40,7 @@ namespace inkling::cpu {
 // block's low nibbles, then its high nibbles), for the SIMD int4 kernels; empty otherwise.
 struct IntActivations {
     quant::QuantizedActivations a;
-    std::vector<std::int8_t> q4;
+    platform::AlignedVector<std::int8_t> q4;
 };
 void prepare_int_activations(Isa isa, bool q4_order, const float* x, std::int64_t rows, std::int64_t cols,
                              IntActivations& out);

@@ -311,9 +311,20 @@ void matmul(const float* x, std::int64_t rows_x, const Matrix& w, float* y, Thre
 
 void matmul_group(std::span<const MatJob> jobs, ThreadPool& pool) {
     const Kernels k = g_kernels;
+    // The threads share the jobs' output rows by the bytes they read, not by their count: a
+    // row of bf16 weights reads twice an int8 row's bytes and four times an int4 row's, and a
+    // group of int4 routed experts and a bf16 shared one (a converted checkpoint's MoE layer)
+    // split by rows left one thread with most of the bytes. Job i's row r is the `units[i]`
+    // units from first_unit[i] + r·units[i]; a thread takes the rows whose first unit falls
+    // in its share.
+    std::vector<std::int64_t>& units = thread_scratch<std::int64_t, struct units_scratch>();
+    units.assign(jobs.size(), 1);
     std::int64_t total = 0, work = 0;
-    for (const auto& j : jobs) {
-        total += j.w->rows;
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+        const MatJob& j = jobs[i];
+        if (j.w->rows > 0)
+            units[i] = std::max<std::int64_t>(1, static_cast<std::int64_t>(j.w->bytes()) / j.w->rows / 64);
+        total += j.w->rows * units[i];
         work += j.w->rows * j.w->cols * j.rows_x;
     }
     // Integer weights: each job's activations quantized once, before the threads start;
@@ -363,14 +374,16 @@ void matmul_group(std::span<const MatJob> jobs, ThreadPool& pool) {
     // (The workers must read the caller's tables, not their own thread_local ones.)
     const IntActivations* const* xi = per_job.data();
     const Bf16Activations* const* xb = per_job_bf16.data();
-    // Rows [begin, end) of the concatenation of every job's output rows.
+    const std::int64_t* per_row = units.data();
+    // The rows whose first unit is in [begin, end), of every job.
     auto body = [&](std::int64_t begin, std::int64_t end) {
         std::int64_t first = 0;
         for (std::size_t i = 0; i < jobs.size(); ++i) {
             const MatJob& j = jobs[i];
-            const std::int64_t last = first + j.w->rows;
-            const std::int64_t b = std::max(begin, first), e = std::min(end, last);
-            if (b < e) product_rows(j, b - first, e - first, k, xi[i], xb[i]);
+            const std::int64_t u = per_row[i], last = first + j.w->rows * u;
+            const std::int64_t b = std::clamp<std::int64_t>((begin - first + u - 1) / u, 0, j.w->rows);
+            const std::int64_t e = std::clamp<std::int64_t>((end - first + u - 1) / u, 0, j.w->rows);
+            if (b < e) product_rows(j, b, e, k, xi[i], xb[i]);
             first = last;
             if (first >= end) break;
         }

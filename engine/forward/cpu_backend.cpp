@@ -5,6 +5,7 @@
 #include "engine/cpu/kernels.h"
 #include "engine/forward/attention.h"
 #include "engine/forward/forward.h"
+#include "engine/forward/gate_up.h"
 #include "engine/forward/host_experts.h"
 
 namespace inkling::forward {
@@ -84,11 +85,12 @@ void CpuBackend::attention(int layer) {
 }
 
 void CpuBackend::ffn(const model::Ffn& f, std::int64_t rows, const float* x, float* out) {
-    const std::int64_t I = f.gate.rows;
-    std::vector<float> gate(static_cast<std::size_t>(rows * I)), up(static_cast<std::size_t>(rows * I));
-    meter_.mm_group({{x, rows, &f.gate, gate.data()}, {x, rows, &f.up, up.data()}});
-    for (std::size_t i = 0; i < gate.size(); ++i) gate[i] = cpu::silu(gate[i]) * up[i];
-    meter_.mm(gate.data(), rows, f.down, out);
+    std::vector<float> gu;
+    std::vector<cpu::MatJob> jobs;
+    add_gate_up_jobs(f, x, rows, gu, jobs);
+    meter_.mm_group(jobs);
+    swiglu_in_place(f, rows, gu);
+    meter_.mm(gu.data(), rows, f.down, out);
 }
 
 void CpuBackend::dense_mlp(int layer) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "engine/forward/gate_up.h"
+
 namespace inkling::forward {
 namespace {
 
@@ -162,33 +164,27 @@ void HostExperts::round(int layer, std::span<const int> ids, const std::vector<c
         const model::Ffn* f;
         std::int64_t rows;
         const float* x;
-        std::vector<float> xs, gate, up, y;
+        std::vector<float> xs, gate_up, y;
     };
     std::vector<Run> runs;
     for (std::size_t i = 0; i < ids.size(); ++i) {
         const auto& rows = routing.by_expert[ids[i]];
-        Run r{f[i], static_cast<std::int64_t>(rows.size()), nullptr, {}, {}, {}, {}};
+        Run r{f[i], static_cast<std::int64_t>(rows.size()), nullptr, {}, {}, {}};
         r.xs.resize(static_cast<std::size_t>(r.rows * D));
         for (std::int64_t n = 0; n < r.rows; ++n) std::copy_n(h + rows[n].first * D, D, r.xs.data() + n * D);
         r.x = r.xs.data();
         runs.push_back(std::move(r));
     }
     if (shared_y)
-        for (std::int64_t j = 0; j < NS; ++j) runs.push_back({&L.shared[j], S, h, {}, {}, {}, {}});
+        for (std::int64_t j = 0; j < NS; ++j) runs.push_back({&L.shared[j], S, h, {}, {}, {}});
     std::vector<cpu::MatJob> jobs;
-    for (auto& r : runs) {
-        const std::int64_t I = r.f->gate.rows;
-        r.gate.resize(static_cast<std::size_t>(r.rows * I));
-        r.up.resize(r.gate.size());
-        jobs.push_back({r.x, r.rows, &r.f->gate, r.gate.data()});
-        jobs.push_back({r.x, r.rows, &r.f->up, r.up.data()});
-    }
+    for (auto& r : runs) add_gate_up_jobs(*r.f, r.x, r.rows, r.gate_up, jobs);
     meter_.mm_group(jobs);
     jobs.clear();
     for (auto& r : runs) {
-        for (std::size_t i = 0; i < r.gate.size(); ++i) r.gate[i] = cpu::silu(r.gate[i]) * r.up[i];
+        swiglu_in_place(*r.f, r.rows, r.gate_up);
         r.y.resize(static_cast<std::size_t>(r.rows * D));
-        jobs.push_back({r.gate.data(), r.rows, &r.f->down, r.y.data()});
+        jobs.push_back({r.gate_up.data(), r.rows, &r.f->down, r.y.data()});
     }
     meter_.mm_group(jobs);
     for (std::size_t i = 0; i < ids.size(); ++i) {

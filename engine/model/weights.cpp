@@ -230,8 +230,9 @@ Weights bind_weights(const Config& c, const SafetensorsSet& set, bool routed_in_
         if (!c.kinds[i].sparse) {
             const std::int64_t I = c.dense_inter;
             if (release) {
-                auto [gate, up] = split_gate_up(b.matrix(p + n::kDenseGateUp.release_fused, 2 * I, D), true);
-                L.dense = {gate, up, b.matrix(name(n::kDenseDown), D, I)};
+                const Matrix fused = b.matrix(p + n::kDenseGateUp.release_fused, 2 * I, D);
+                auto [gate, up] = split_gate_up(fused, true);
+                L.dense = {gate, up, b.matrix(name(n::kDenseDown), D, I), fused};
             } else {
                 L.dense = {b.matrix(p + n::kDenseGateUp.transformers_gate, I, D),
                            b.matrix(p + n::kDenseGateUp.transformers_up, I, D), b.matrix(name(n::kDenseDown), D, I)};
@@ -247,7 +248,7 @@ Weights bind_weights(const Config& c, const SafetensorsSet& set, bool routed_in_
                 auto down = b.stacked(name(n::kExpertsDown), E, D, I);
                 for (std::int64_t e = 0; e < E; ++e) {
                     auto [gate, up] = split_gate_up(fused[e], release);
-                    L.experts.push_back({gate, up, down[e]});
+                    L.experts.push_back({gate, up, down[e], release ? fused[e] : Matrix{}});
                 }
             }
             if (S > 0) {
@@ -256,7 +257,7 @@ Weights bind_weights(const Config& c, const SafetensorsSet& set, bool routed_in_
                     auto sd = b.stacked(name(n::kSharedDown), S, D, I);
                     for (std::int64_t j = 0; j < S; ++j) {
                         auto [gate, up] = split_gate_up(sf[j], true);
-                        L.shared.push_back({gate, up, sd[j]});
+                        L.shared.push_back({gate, up, sd[j], sf[j]});
                     }
                 } else {
                     auto g = b.stacked(p + n::kSharedGateUp.transformers_gate, S, I, D);

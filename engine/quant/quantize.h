@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/model/tensor.h"
+#include "platform/aligned_vector.h"
 
 namespace inkling::quant {
 
@@ -41,7 +42,7 @@ void quantize_int4_groups_into(const float* w, std::int64_t rows, std::int64_t c
 // padded_cols(cols)) with one f32 scale per block.
 struct QuantizedActivations {
     std::int64_t rows = 0, cols = 0, padded = 0, blocks = 0;
-    std::vector<std::int8_t> q;    // [rows][padded]
+    platform::AlignedVector<std::int8_t> q;  // [rows][padded], rows on 32-byte steps from a cache line
     std::vector<float> scales;     // [rows][blocks]
     // Σ of each block's q values, [rows][blocks] (for kernels that use unsigned×signed
     // instructions and correct by an offset).

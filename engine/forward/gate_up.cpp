@@ -1,0 +1,27 @@
+#include "engine/forward/gate_up.h"
+
+namespace inkling::forward {
+
+void add_gate_up_jobs(const model::Ffn& f, const float* x, std::int64_t rows, std::vector<float>& buf,
+                      std::vector<cpu::MatJob>& jobs) {
+    const std::int64_t I = f.gate.rows;
+    buf.resize(static_cast<std::size_t>(rows * 2 * I));
+    if (f.gate_up.data) {
+        jobs.push_back({x, rows, &f.gate_up, buf.data()});  // [rows][g0 u0 g1 u1 …]
+        return;
+    }
+    jobs.push_back({x, rows, &f.gate, buf.data()});  // [rows][I] gates, then [rows][I] ups
+    jobs.push_back({x, rows, &f.up, buf.data() + rows * I});
+}
+
+void swiglu_in_place(const model::Ffn& f, std::int64_t rows, std::vector<float>& buf) {
+    const std::int64_t I = f.gate.rows, n = rows * I;
+    float* b = buf.data();
+    // Each write lands at or before the reads still to come.
+    if (f.gate_up.data)
+        for (std::int64_t i = 0; i < n; ++i) b[i] = cpu::silu(b[2 * i]) * b[2 * i + 1];
+    else
+        for (std::int64_t i = 0; i < n; ++i) b[i] = cpu::silu(b[i]) * b[n + i];
+}
+
+}  // namespace inkling::forward

@@ -1,0 +1,23 @@
+// An FFN's gate and up products as matmul jobs, and silu(gate) ⊙ up from them: one job over
+// the interleaved tensor where the checkpoint has one (model::Ffn::gate_up), else one job
+// per view. The same bits either way: every element is the same dot product.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/cpu/kernels.h"
+#include "engine/model/weights.h"
+
+namespace inkling::forward {
+
+// Sizes `buf` to rows·2I floats and appends the jobs that fill it to `jobs` (after which
+// `buf` must not be resized until they have run).
+void add_gate_up_jobs(const model::Ffn& f, const float* x, std::int64_t rows, std::vector<float>& buf,
+                      std::vector<cpu::MatJob>& jobs);
+
+// silu(gate)·up of each row, from `buf` as add_gate_up_jobs laid it out, into its first
+// rows·I floats ([rows][I], the down projection's input).
+void swiglu_in_place(const model::Ffn& f, std::int64_t rows, std::vector<float>& buf);
+
+}  // namespace inkling::forward
