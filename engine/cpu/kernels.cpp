@@ -314,9 +314,9 @@ void matmul_group(std::span<const MatJob> jobs, ThreadPool& pool) {
     // The threads share the jobs' output rows by the bytes they read, not by their count: a
     // row of bf16 weights reads twice an int8 row's bytes and four times an int4 row's, and a
     // group of int4 routed experts and a bf16 shared one (a converted checkpoint's MoE layer)
-    // split by rows left one thread with most of the bytes. Job i's row r is the `units[i]`
-    // units from first_unit[i] + r·units[i]; a thread takes the rows whose first unit falls
-    // in its share.
+    // split by rows left one thread with most of the bytes. Job i's row r spans units[i]
+    // units (its bytes / 64) from the job's first unit + r·units[i]; a thread takes the rows
+    // whose first unit falls in its share of the total.
     std::vector<std::int64_t>& units = thread_scratch<std::int64_t, struct units_scratch>();
     units.assign(jobs.size(), 1);
     std::int64_t total = 0, work = 0;

@@ -222,8 +222,8 @@ void rows_avx512(const Matrix& w, const Bf16Activations& x, std::int64_t begin, 
     t.ys = w.rows;
     t.chunks = chunks;
     // Few activation rows (a batched decode step): one tile of them, every weight row read
-    // once from memory. 7 or 8 rows in two blocked tiles (6 + 1 or 2) ran at 60 % of the
-    // streaming rate of 6.
+    // once from memory. 7 or 8 rows in two blocked tiles (6 + 1 or 2) took 1.3-1.5x the time
+    // of 6 rows on a 1024 × 1024 matrix; one 8 × 3 tile takes 1.1x.
     if (n <= kWideMR) {
         using One = Table<Dot, true, 1, kGemvNR>;
         using Few = Table<Dot, true, kMR, kNR>;
