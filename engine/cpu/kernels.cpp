@@ -33,6 +33,14 @@ void axpy_scalar(float a, const float* x, std::int64_t n, float* y) {
     for (std::int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
+void dots_scalar(const float* a, const float* b, std::int64_t stride, std::int64_t rows, std::int64_t n, float* out) {
+    for (std::int64_t r = 0; r < rows; ++r) out[r] = dot_scalar(a, b + r * stride, n);
+}
+
+void axpys_scalar(const float* a, const float* x, std::int64_t stride, std::int64_t rows, std::int64_t n, float* y) {
+    for (std::int64_t r = 0; r < rows; ++r) axpy_scalar(a[r], x + r * stride, n, y);
+}
+
 #if defined(__x86_64__)
 // ---- AVX2 + FMA + F16C ---------------------------------------------------------------
 __attribute__((target("avx2,fma"))) float hsum256(__m256 v) {
@@ -58,13 +66,24 @@ __attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* 
     return sum;
 }
 
-// Product rounded, then the sum (no FMA): the bits of the scalar loop x86-64 compiles.
+// Product rounded, then the sum: the bits of the scalar loop x86-64 compiles (this target has
+// no FMA for the compiler to fuse them into).
 __attribute__((target("avx2"))) void axpy_avx2(float a, const float* x, std::int64_t n, float* y) {
     const __m256 av = _mm256_set1_ps(a);
     std::int64_t i = 0;
     for (; i + 8 <= n; i += 8)
         _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_mul_ps(av, _mm256_loadu_ps(x + i))));
     for (; i < n; ++i) y[i] += a * x[i];
+}
+
+__attribute__((target("avx2,fma"))) void dots_avx2(const float* a, const float* b, std::int64_t stride,
+                                                    std::int64_t rows, std::int64_t n, float* out) {
+    for (std::int64_t r = 0; r < rows; ++r) out[r] = dot_avx2(a, b + r * stride, n);
+}
+
+__attribute__((target("avx2"))) void axpys_avx2(const float* a, const float* x, std::int64_t stride, std::int64_t rows,
+                                                std::int64_t n, float* y) {
+    for (std::int64_t r = 0; r < rows; ++r) axpy_avx2(a[r], x + r * stride, n, y);
 }
 
 __attribute__((target("avx2,fma,f16c"))) void row_avx2(const Matrix& m, std::int64_t r, float* out) {
@@ -103,15 +122,55 @@ __attribute__((target("avx512f"))) float dot_avx512(const float* a, const float*
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
 }
 
+// y + a·x, product rounded, then the sum. Spelled with the rounding-mode intrinsics: the
+// plain _mm512_mul_ps/_mm512_add_ps are vector operators that GCC (-ffp-contract=fast, the
+// GNU default) fuses into an FMA where the target has one, which AVX-512F's does.
+__attribute__((target("avx512f"))) inline __m512 add_product_avx512(__m512 y, __m512 a, __m512 x) {
+    return _mm512_add_round_ps(y, _mm512_mul_round_ps(a, x, _MM_FROUND_CUR_DIRECTION), _MM_FROUND_CUR_DIRECTION);
+}
+
 __attribute__((target("avx512f"))) void axpy_avx512(float a, const float* x, std::int64_t n, float* y) {
     const __m512 av = _mm512_set1_ps(a);
     std::int64_t i = 0;
     for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(y + i, _mm512_add_ps(_mm512_loadu_ps(y + i), _mm512_mul_ps(av, _mm512_loadu_ps(x + i))));
+        _mm512_storeu_ps(y + i, add_product_avx512(_mm512_loadu_ps(y + i), av, _mm512_loadu_ps(x + i)));
     if (i < n) {
         const __mmask16 k = static_cast<__mmask16>((1u << (n - i)) - 1);
-        _mm512_mask_storeu_ps(y + i, k,
-                              _mm512_add_ps(_mm512_maskz_loadu_ps(k, y + i), _mm512_mul_ps(av, _mm512_maskz_loadu_ps(k, x + i))));
+        _mm512_mask_storeu_ps(y + i, k, add_product_avx512(_mm512_maskz_loadu_ps(k, y + i), av, _mm512_maskz_loadu_ps(k, x + i)));
+    }
+}
+
+__attribute__((target("avx512f"))) void dots_avx512(const float* a, const float* b, std::int64_t stride,
+                                                     std::int64_t rows, std::int64_t n, float* out) {
+    for (std::int64_t r = 0; r < rows; ++r) out[r] = dot_avx512(a, b + r * stride, n);
+}
+
+// y += Σ_r a[r]·x_r, the rows in order; up to 64 columns of y stay in registers across rows.
+__attribute__((target("avx512f"))) void axpys_avx512(const float* a, const float* x, std::int64_t stride,
+                                                      std::int64_t rows, std::int64_t n, float* y) {
+    std::int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        __m512 y0 = _mm512_loadu_ps(y + i), y1 = _mm512_loadu_ps(y + i + 16), y2 = _mm512_loadu_ps(y + i + 32),
+               y3 = _mm512_loadu_ps(y + i + 48);
+        for (std::int64_t r = 0; r < rows; ++r) {
+            const __m512 av = _mm512_set1_ps(a[r]);
+            const float* xr = x + r * stride + i;
+            y0 = add_product_avx512(y0, av, _mm512_loadu_ps(xr));
+            y1 = add_product_avx512(y1, av, _mm512_loadu_ps(xr + 16));
+            y2 = add_product_avx512(y2, av, _mm512_loadu_ps(xr + 32));
+            y3 = add_product_avx512(y3, av, _mm512_loadu_ps(xr + 48));
+        }
+        _mm512_storeu_ps(y + i, y0);
+        _mm512_storeu_ps(y + i + 16, y1);
+        _mm512_storeu_ps(y + i + 32, y2);
+        _mm512_storeu_ps(y + i + 48, y3);
+    }
+    for (; i < n; i += 16) {
+        const __mmask16 k = n - i >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (n - i)) - 1);
+        __m512 y0 = _mm512_maskz_loadu_ps(k, y + i);
+        for (std::int64_t r = 0; r < rows; ++r)
+            y0 = add_product_avx512(y0, _mm512_set1_ps(a[r]), _mm512_maskz_loadu_ps(k, x + r * stride + i));
+        _mm512_mask_storeu_ps(y + i, k, y0);
     }
 }
 
@@ -173,16 +232,18 @@ struct Kernels {
     // Optional: one row · four vectors; must be bitwise equal to four dot() calls.
     void (*dot4)(const float*, const float* const*, std::int64_t, float*);
     void (*axpy)(float, const float*, std::int64_t, float*);
+    void (*dots)(const float*, const float*, std::int64_t, std::int64_t, std::int64_t, float*);
+    void (*axpys)(const float*, const float*, std::int64_t, std::int64_t, std::int64_t, float*);
 };
 
 // (ARM64: the f32 products keep the scalar dot; the bf16 and integer ones have NEON kernels.)
 Kernels kernels_for(Isa isa) {
 #if defined(__x86_64__)
-    if (isa == Isa::Avx512) return {dot_avx512, row_avx512, dot4_avx512, axpy_avx512};
-    if (isa == Isa::Avx2) return {dot_avx2, row_avx2, nullptr, axpy_avx2};
+    if (isa == Isa::Avx512) return {dot_avx512, row_avx512, dot4_avx512, axpy_avx512, dots_avx512, axpys_avx512};
+    if (isa == Isa::Avx2) return {dot_avx2, row_avx2, nullptr, axpy_avx2, dots_avx2, axpys_avx2};
 #endif
     (void)isa;
-    return {dot_scalar, row_scalar, nullptr, axpy_scalar};
+    return {dot_scalar, row_scalar, nullptr, axpy_scalar, dots_scalar, axpys_scalar};
 }
 
 Isa g_isa = best_isa();
@@ -268,6 +329,14 @@ Numerics parse_numerics(const std::string& name) {
 float dot(const float* a, const float* b, std::int64_t n) { return g_kernels.dot(a, b, n); }
 
 void axpy(float a, const float* x, std::int64_t n, float* y) { g_kernels.axpy(a, x, n, y); }
+
+void dots(const float* a, const float* b, std::int64_t stride, std::int64_t rows, std::int64_t n, float* out) {
+    g_kernels.dots(a, b, stride, rows, n, out);
+}
+
+void axpys(const float* a, const float* x, std::int64_t stride, std::int64_t rows, std::int64_t n, float* y) {
+    g_kernels.axpys(a, x, stride, rows, n, y);
+}
 
 void row_f32(const Matrix& m, std::int64_t r, float* out) { g_kernels.row(m, r, out); }
 

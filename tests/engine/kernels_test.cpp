@@ -112,3 +112,51 @@ TEST_CASE("rmsnorm and the short conv follow the reference formulas") {
     CHECK(out[1] == doctest::Approx(-2 * r * 0.5f));
     CHECK(out[2] == doctest::Approx(3 * r * 2));
 }
+
+// Decode attention's kernels (engine/forward/attention.cpp): one call over a run of positions
+// must give each element the bits of position-by-position calls, on every ISA, and on x86
+// those of the plain loop — the product rounded before the sum. (An AVX-512 version once let
+// the compiler fuse the two into an FMA: the logits moved by 6e-6 and no tolerance-based test
+// saw it.) ARM64's compilers fuse the plain loop themselves, so there the loop is not the
+// reference.
+TEST_CASE("axpy, axpys and dots give the plain loop's bits on every ISA") {
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+    for (cpu::Isa isa : cpu::isas()) {
+        if (!cpu::isa_supported(isa)) continue;
+        cpu::set_isa(isa);
+        CAPTURE(std::string(cpu::isa_name(isa)));
+        for (std::int64_t n : {1, 15, 16, 17, 50, 64, 65, 130}) {
+            const std::int64_t rows = 37, stride = n + 3;
+            std::vector<float> x(static_cast<std::size_t>(rows * stride)), a(static_cast<std::size_t>(rows)),
+                q(static_cast<std::size_t>(n)), y0(static_cast<std::size_t>(n));
+            for (auto& v : x) v = u(rng);
+            for (auto& v : a) v = u(rng);
+            for (auto& v : q) v = u(rng);
+            for (auto& v : y0) v = u(rng);
+            CAPTURE(n);
+            // The loop, with each product stored before it is added, as a reference
+            // (x86-64 compiles it to separate multiplies and adds).
+            std::vector<float> loop = y0, one = y0, many = y0;
+            for (std::int64_t r = 0; r < rows; ++r) {
+                for (std::int64_t i = 0; i < n; ++i) {
+                    volatile float p = a[r] * x[r * stride + i];
+                    loop[i] = loop[i] + p;
+                }
+                cpu::axpy(a[r], x.data() + r * stride, n, one.data());
+            }
+            cpu::axpys(a.data(), x.data(), stride, rows, n, many.data());
+            CHECK(std::memcmp(one.data(), many.data(), n * sizeof(float)) == 0);
+#if defined(__x86_64__)
+            CHECK(std::memcmp(loop.data(), many.data(), n * sizeof(float)) == 0);
+#endif
+            std::vector<float> d(static_cast<std::size_t>(rows));
+            cpu::dots(q.data(), x.data(), stride, rows, n, d.data());
+            for (std::int64_t r = 0; r < rows; ++r) {
+                const float want = cpu::dot(q.data(), x.data() + r * stride, n);
+                CHECK(std::memcmp(&want, &d[static_cast<std::size_t>(r)], sizeof(float)) == 0);
+            }
+        }
+    }
+    cpu::set_isa(cpu::best_isa());
+}
