@@ -129,17 +129,6 @@ __attribute__((target("avx512f"))) inline __m512 add_product_avx512(__m512 y, __
     return _mm512_add_round_ps(y, _mm512_mul_round_ps(a, x, _MM_FROUND_CUR_DIRECTION), _MM_FROUND_CUR_DIRECTION);
 }
 
-__attribute__((target("avx512f"))) void axpy_avx512(float a, const float* x, std::int64_t n, float* y) {
-    const __m512 av = _mm512_set1_ps(a);
-    std::int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(y + i, add_product_avx512(_mm512_loadu_ps(y + i), av, _mm512_loadu_ps(x + i)));
-    if (i < n) {
-        const __mmask16 k = static_cast<__mmask16>((1u << (n - i)) - 1);
-        _mm512_mask_storeu_ps(y + i, k, add_product_avx512(_mm512_maskz_loadu_ps(k, y + i), av, _mm512_maskz_loadu_ps(k, x + i)));
-    }
-}
-
 __attribute__((target("avx512f"))) void dots_avx512(const float* a, const float* b, std::int64_t stride,
                                                      std::int64_t rows, std::int64_t n, float* out) {
     for (std::int64_t r = 0; r < rows; ++r) out[r] = dot_avx512(a, b + r * stride, n);
@@ -231,7 +220,6 @@ struct Kernels {
     void (*row)(const Matrix&, std::int64_t, float*);
     // Optional: one row · four vectors; must be bitwise equal to four dot() calls.
     void (*dot4)(const float*, const float* const*, std::int64_t, float*);
-    void (*axpy)(float, const float*, std::int64_t, float*);
     void (*dots)(const float*, const float*, std::int64_t, std::int64_t, std::int64_t, float*);
     void (*axpys)(const float*, const float*, std::int64_t, std::int64_t, std::int64_t, float*);
 };
@@ -239,11 +227,11 @@ struct Kernels {
 // (ARM64: the f32 products keep the scalar dot; the bf16 and integer ones have NEON kernels.)
 Kernels kernels_for(Isa isa) {
 #if defined(__x86_64__)
-    if (isa == Isa::Avx512) return {dot_avx512, row_avx512, dot4_avx512, axpy_avx512, dots_avx512, axpys_avx512};
-    if (isa == Isa::Avx2) return {dot_avx2, row_avx2, nullptr, axpy_avx2, dots_avx2, axpys_avx2};
+    if (isa == Isa::Avx512) return {dot_avx512, row_avx512, dot4_avx512, dots_avx512, axpys_avx512};
+    if (isa == Isa::Avx2) return {dot_avx2, row_avx2, nullptr, dots_avx2, axpys_avx2};
 #endif
     (void)isa;
-    return {dot_scalar, row_scalar, nullptr, axpy_scalar, dots_scalar, axpys_scalar};
+    return {dot_scalar, row_scalar, nullptr, dots_scalar, axpys_scalar};
 }
 
 Isa g_isa = best_isa();
@@ -327,8 +315,6 @@ Numerics parse_numerics(const std::string& name) {
 }
 
 float dot(const float* a, const float* b, std::int64_t n) { return g_kernels.dot(a, b, n); }
-
-void axpy(float a, const float* x, std::int64_t n, float* y) { g_kernels.axpy(a, x, n, y); }
 
 void dots(const float* a, const float* b, std::int64_t stride, std::int64_t rows, std::int64_t n, float* out) {
     g_kernels.dots(a, b, stride, rows, n, out);

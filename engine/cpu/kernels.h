@@ -54,12 +54,10 @@ const char* numerics_name(Numerics numerics);
 Numerics parse_numerics(const std::string& name);  // "exact", "bf16"
 
 float dot(const float* a, const float* b, std::int64_t n);
-// y[i] += a·x[i]: the product rounded, then the sum, on every x86 ISA alike (no FMA), so
-// the vector forms give the plain loop's bits. x and y do not overlap.
-void axpy(float a, const float* x, std::int64_t n, float* y);
-// Many of those in one call (attention over a run of cached positions): out[r] =
-// dot(a, b + r·stride, n), each bitwise as dot() gives it; y += a[r]·x_r for r in order, each
-// element bitwise as that many axpy() calls give it.
+// Attention over a run of cached positions, one call for the run: out[r] =
+// dot(a, b + r·stride, n), each bitwise as dot() gives it; and y[i] += a[r]·x_r[i] for r in
+// order, x_r = x + r·stride — each product rounded, then the sum (on every x86 ISA the plain
+// loop's bits, no FMA), so one call over the rows equals a call a row. x and y do not overlap.
 void dots(const float* a, const float* b, std::int64_t stride, std::int64_t rows, std::int64_t n, float* out);
 void axpys(const float* a, const float* x, std::int64_t stride, std::int64_t rows, std::int64_t n, float* y);
 // One row of `m` as f32.
