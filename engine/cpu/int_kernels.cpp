@@ -192,10 +192,15 @@ INKLING_VNNI inline __m512i reduce16_vnni(const __m512i* p) {
 // The weights of a pair of blocks as unsigned bytes for dpbusd, and the offset (a power of
 // two) that makes them so, taken back afterwards as offset·Σx.
 // int8: w ^ 0x80 = w + 128. `single`: a lone last block (the upper 32 bytes read as 0,
-// which becomes 128 — against activations read as 0 there).
+// which becomes 128 — against activations read as 0 there). `RowScale`: the row has one
+// scale (the converter's int8), read once as k.sw[0] and broadcast — the same s_w·s_x
+// products as a per-block array of equal scales, without expanding one for every row (an
+// array of 128 floats a 4 KB row, which the stream then had to share L1 with).
+template <bool RowScale>
 struct I8Vnni {
     const std::int8_t* w;
     static constexpr int kShift = 7;
+    static constexpr bool kRowScale = RowScale;
     INKLING_VNNI __m512i pair(std::int64_t b) const {
         _mm_prefetch(reinterpret_cast<const char*>(w + b * kB) + kPrefetch, _MM_HINT_T0);
         return _mm512_xor_si512(_mm512_loadu_si512(w + b * kB), _mm512_set1_epi8(-128));
@@ -211,6 +216,7 @@ struct I8Vnni {
 struct Q4Vnni {
     const std::uint8_t* w;
     static constexpr int kShift = 3;
+    static constexpr bool kRowScale = false;
     INKLING_VNNI static __m512i expand(__m256i wb) {
         wb = _mm256_xor_si256(wb, _mm256_set1_epi8(static_cast<char>(0x88)));
         __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(wb), _mm256_srli_epi16(wb, 4), 1);
@@ -224,13 +230,20 @@ struct Q4Vnni {
     INKLING_VNNI __m512i single(std::int64_t b) const { return expand(_mm256_maskz_loadu_epi8(0xffff, w + b * kB / 2)); }
 };
 
+// The weight scales of blocks [b, b + 16): one broadcast row scale, or the row's array.
+template <class K>
+INKLING_VNNI inline __m512 weight_scales(const Blocks& k, std::int64_t b, __mmask16 m = 0xffff) {
+    if constexpr (K::kRowScale) return _mm512_set1_ps(k.sw[0]);
+    return _mm512_maskz_loadu_ps(m, k.sw + b);
+}
+
 // The float part of 16 blocks (the pattern of int_kernels.h) from the partial sums of their
 // 8 pairs.
-template <int Shift>
+template <class K>
 INKLING_VNNI inline __m512 fold16(const __m512i* p, const Blocks& k, std::int64_t b, __m512 acc) {
-    const __m512i xs = _mm512_slli_epi32(_mm512_loadu_si512(k.xsums + b), Shift);
+    const __m512i xs = _mm512_slli_epi32(_mm512_loadu_si512(k.xsums + b), K::kShift);
     const __m512i isum = _mm512_sub_epi32(reduce16_vnni(p), xs);
-    const __m512 d = _mm512_mul_ps(_mm512_loadu_ps(k.sw + b), _mm512_loadu_ps(k.sx + b));
+    const __m512 d = _mm512_mul_ps(weight_scales<K>(k, b), _mm512_loadu_ps(k.sx + b));
     return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(isum), acc);
 }
 
@@ -252,7 +265,7 @@ INKLING_VNNI void dot_vnni_rows(const K& kern, const std::int8_t* const* x, cons
                 p[r][j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv, _mm512_loadu_si512(x[r] + (b + 2 * j) * kB));
         }
 #pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) acc[r] = fold16<K::kShift>(p[r], k[r], b, acc[r]);
+        for (int r = 0; r < R; ++r) acc[r] = fold16<K>(p[r], k[r], b, acc[r]);
     }
     if (b < n) {
         const std::int64_t left = n - b;
@@ -274,8 +287,7 @@ INKLING_VNNI void dot_vnni_rows(const K& kern, const std::int8_t* const* x, cons
         for (int r = 0; r < R; ++r) {
             const __m512i xs = _mm512_slli_epi32(_mm512_maskz_loadu_epi32(m, k[r].xsums + b), K::kShift);
             const __m512i isum = _mm512_sub_epi32(reduce16_vnni(p[r]), xs);
-            const __m512 d =
-                _mm512_mul_ps(_mm512_maskz_loadu_ps(m, k[r].sw + b), _mm512_maskz_loadu_ps(m, k[r].sx + b));
+            const __m512 d = _mm512_mul_ps(weight_scales<K>(k[r], b, m), _mm512_maskz_loadu_ps(m, k[r].sx + b));
             acc[r] = _mm512_mask3_fmadd_ps(d, _mm512_cvtepi32_ps(isum), acc[r], m);
         }
     }
@@ -283,9 +295,9 @@ INKLING_VNNI void dot_vnni_rows(const K& kern, const std::int8_t* const* x, cons
         out[r] = finish8_avx2(_mm256_add_ps(_mm512_castps512_ps256(acc[r]), _mm512_extractf32x8_ps(acc[r], 1)));
 }
 
-template <int R>
+template <int R, bool RowScale = false>
 void rows_i8_vnni(const std::uint8_t* w, const std::int8_t* const* x, const Blocks* k, float* out) {
-    dot_vnni_rows<I8Vnni, R>(I8Vnni{reinterpret_cast<const std::int8_t*>(w)}, x, k, out);
+    dot_vnni_rows<I8Vnni<RowScale>, R>(I8Vnni<RowScale>{reinterpret_cast<const std::int8_t*>(w)}, x, k, out);
 }
 template <int R>
 void rows_q4_vnni(const std::uint8_t* w, const std::int8_t* const* x, const Blocks* k, float* out) {
@@ -304,6 +316,8 @@ float dot_q4_vnni(const std::uint8_t* w, const std::int8_t* x, const Blocks& k) 
 }
 
 constexpr RowsFn kI8Rows[] = {rows_i8_vnni<1>, rows_i8_vnni<2>, rows_i8_vnni<3>, rows_i8_vnni<4>};
+constexpr RowsFn kI8RowScaleRows[] = {rows_i8_vnni<1, true>, rows_i8_vnni<2, true>, rows_i8_vnni<3, true>,
+                                      rows_i8_vnni<4, true>};
 constexpr RowsFn kQ4Rows[] = {rows_q4_vnni<1>, rows_q4_vnni<2>, rows_q4_vnni<3>, rows_q4_vnni<4>};
 
 // Sixteen weight rows against many activation rows, one weight row a lane (prefill and
@@ -343,7 +357,7 @@ INKLING_VNNI void lanes_vnni(bool q4, const std::uint8_t* w, std::int64_t row_by
         }
         for (std::int64_t l = 0; l < kLanes; ++l) swt[static_cast<std::size_t>(b * kLanes + l)] = sw[l][b];
     }
-    const int shift = q4 ? Q4Vnni::kShift : I8Vnni::kShift;
+    const int shift = q4 ? Q4Vnni::kShift : I8Vnni<false>::kShift;
     for (std::int64_t s0 = 0; s0 < a.rows; s0 += kLaneRows) {
         const int rows = static_cast<int>(std::min<std::int64_t>(kLaneRows, a.rows - s0));
         __m512 acc[kLaneRows][16];
@@ -449,6 +463,7 @@ struct IntKernels {
     bool q4_order;
     // Several activation rows per weight load (q4: x in q4 order), 1..kRowsPerLoad; or null.
     const RowsFn* rows_i8;
+    const RowsFn* rows_i8_row_scale;  // rows_i8 for a row of one scale, passed as Blocks::sw[0]
     const RowsFn* rows_q4;
     // Optional: 2 weight rows × 2 activation rows at once (SMMLA), the four outputs
     // [w0·x0, w0·x1, w1·x0, w1·x1] each as dot_* gives it (blocks in that order too); the
@@ -464,26 +479,28 @@ IntKernels int_kernels_for(Isa isa) {
 #if defined(__x86_64__)
     static const bool vnni = has_avx512_vnni();
     if (isa == Isa::Avx512 && vnni)
-        return {dot_i8_vnni, dot_q4_vnni, unpack_q4_avx2, true, kI8Rows, kQ4Rows, nullptr, nullptr, lanes_vnni,
+        return {dot_i8_vnni, dot_q4_vnni, unpack_q4_avx2, true, kI8Rows, kI8RowScaleRows, kQ4Rows, nullptr, nullptr,
+                lanes_vnni,
                 "avx512-vnni"};
     if (isa == Isa::Avx2 || isa == Isa::Avx512)
-        return {dot_i8_avx2, dot_q4_avx2, unpack_q4_avx2, true, nullptr, nullptr, nullptr, nullptr, nullptr, "avx2"};
+        return {dot_i8_avx2, dot_q4_avx2, unpack_q4_avx2, true, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                "avx2"};
 #elif defined(__aarch64__)
     // (engine/cpu/arm64/int_kernels.h; a level this build could not compile is never the
     // active ISA: arm64::best_isa stops below it.)
     if (isa == Isa::I8mm)
-        return {arm64::dot_i8_dotprod, arm64::dot_q4_dotprod, unpack_q4_scalar, true, nullptr, nullptr,
+        return {arm64::dot_i8_dotprod, arm64::dot_q4_dotprod, unpack_q4_scalar, true, nullptr, nullptr, nullptr,
                 arm64::tile_i8_i8mm, arm64::tile_q4_i8mm, nullptr, "smmla+sdot"};
     if (isa == Isa::Dotprod)
         return {arm64::dot_i8_dotprod, arm64::dot_q4_dotprod, unpack_q4_scalar, true, nullptr, nullptr, nullptr,
-                nullptr, nullptr, "sdot"};
+                nullptr, nullptr, nullptr, "sdot"};
     if (isa == Isa::Neon)
         return {arm64::dot_i8_neon, arm64::dot_q4_neon, unpack_q4_scalar, true, nullptr, nullptr, nullptr, nullptr,
-                nullptr, "neon"};
+                nullptr, nullptr, "neon"};
 #endif
     (void)isa;
     return {dot_i8_scalar, dot_q4_scalar, unpack_q4_scalar, false, nullptr, nullptr, nullptr, nullptr, nullptr,
-            "scalar"};
+            nullptr, "scalar"};
 }
 
 // Weight rows a block of the multi-row kernels holds (in L2) while every group of activation
@@ -593,13 +610,16 @@ void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::in
         // rows (in L1) in turn; with few activation rows the weights stream once.
         const auto row_bytes = static_cast<std::int64_t>(model::dtype_bytes(w.dtype, w.row_stride));
         const std::int64_t block = std::max<std::int64_t>(1, kWeightBlockBytes / std::max<std::int64_t>(1, row_bytes));
-        if (w.group != kB && sw_buf.size() < static_cast<std::size_t>(block * a.blocks))
+        const bool row_scale = !q4 && k.rows_i8_row_scale && w.group >= a.padded;
+        if (row_scale) multi = k.rows_i8_row_scale;
+        else if (w.group != kB && sw_buf.size() < static_cast<std::size_t>(block * a.blocks))
             sw_buf.resize(static_cast<std::size_t>(block * a.blocks));
         std::vector<const float*>& sws = thread_scratch<const float*, struct sws_scratch>();
         sws.resize(static_cast<std::size_t>(block));
         for (std::int64_t ob = begin; ob < end; ob += block) {
             const std::int64_t oe = std::min(end, ob + block);
-            for (std::int64_t o = ob; o < oe; ++o) sws[static_cast<std::size_t>(o - ob)] = scales_of(o, o - ob);
+            for (std::int64_t o = ob; o < oe; ++o)
+                sws[static_cast<std::size_t>(o - ob)] = row_scale ? w.row_scales(o) : scales_of(o, o - ob);
             for (std::int64_t s = 0; s < a.rows; s += kRowsPerLoad) {
                 const int r = static_cast<int>(std::min<std::int64_t>(kRowsPerLoad, a.rows - s));
                 const std::int8_t* xs[kRowsPerLoad];
