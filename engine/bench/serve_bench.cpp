@@ -74,15 +74,20 @@ nlohmann::json bench_sessions(const model::Model& model, cpu::ThreadPool& pool, 
         Counter out;
         for (int i = 0; i < n; ++i)
             sched.submit(serve::ids_request("b" + std::to_string(n) + "-" + std::to_string(i), i,
-                                 pseudo_prompt(model.config, 32, static_cast<std::uint64_t>(i + 1)), tokens + 1),
+                                 pseudo_prompt(model.config, 32, static_cast<std::uint64_t>(i + 1)), tokens + n),
                          out);
-        // Prefill everyone first (each has then streamed its first token), then time decode.
-        while (sched.busy() && out.data < static_cast<std::uint64_t>(n)) sched.run_round(out);
+        // A round takes one prompt chunk besides the decoding rows, so the sessions start one
+        // round apart: the timed window opens once every session has streamed its first
+        // token (the last prefill done) and closes when the first one finishes — every round
+        // in it decodes all n sessions and nothing else (`tokens` rounds: each asks for
+        // tokens + n, the first starting n - 1 rounds before the last).
+        while (sched.busy() && out.tokens.size() < static_cast<std::size_t>(n)) sched.run_round(out);
         const std::uint64_t start_tokens = out.data;
         const auto t0 = Clock::now();
-        while (sched.busy()) sched.run_round(out);
+        while (sched.busy() && out.done.empty()) sched.run_round(out);
         const double s = std::chrono::duration<double>(Clock::now() - t0).count();
         const double tps = static_cast<double>(out.data - start_tokens) / s;
+        while (sched.busy()) sched.run_round(out);
         if (n == counts.front()) single = tps;
         rows.push_back({{"sessions", n}, {"aggregate_tok_s", tps}, {"ratio_to_first", tps / single}});
     }
