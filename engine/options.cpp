@@ -116,6 +116,10 @@ constexpr cli::Option kOptions[] = {
      .commands = kForward},
     {.name = "usage-file", .value_name = "PATH", .default_doc = "`MODEL/expert-usage.json`",
      .doc = "converted models: the expert usage history (off: none)", .commands = kForward},
+    {.name = "warm-experts", .value_name = "MODE", .default_value = "on",
+     .doc = "converted models: on (after start, read the experts the usage history ranks first into the cache's "
+            "empty slots in the background, below demand reads; never evicting) or off",
+     .commands = kForward},
     // the Vulkan chain (docs/vulkan.md)
     {.name = "vulkan", .value_name = "MODE", .default_value = "auto",
      .doc = "auto (a GPU if there is one), on (any device, lavapipe too), off, prompts (prompt steps only)",

@@ -83,6 +83,68 @@ ExpertCache::ExpertCache(std::shared_ptr<ExpertStore> store, const CacheOptions&
         stop_io();
         throw std::runtime_error(error);
     }
+    if (options.warm) queue_warm();
+}
+
+void ExpertCache::queue_warm() {
+    warm_limit_ = std::max(1, options_.io_threads / 4);
+    const int E = static_cast<int>(store_->header().experts);
+    // Rank by rank across the layers (every layer's most used expert, then every second…),
+    // so a warm-up cut short has spread over the model; no more a layer than its free slots.
+    std::vector<std::vector<int>> order(layers_.size());
+    std::vector<int> room(layers_.size());
+    for (std::size_t s = 0; s < layers_.size(); ++s) {
+        const Layer& l = layers_[s];
+        room[s] = 0;
+        for (int i = l.pinned; i < cap_; ++i) room[s] += l.slots[i].state == State::Empty;
+        // The used ones by rank (top() leaves out experts never used), then the rest by id.
+        std::vector<int> ranked = history_.top(static_cast<int>(s), E);
+        std::vector<char> listed(static_cast<std::size_t>(E), 0);
+        for (int e : ranked) listed[static_cast<std::size_t>(e)] = 1;
+        for (int e = 0; e < E; ++e)
+            if (!listed[static_cast<std::size_t>(e)]) ranked.push_back(e);
+        for (int e : ranked)
+            if (l.where[e] < 0 && static_cast<int>(order[s].size()) < room[s]) order[s].push_back(e);
+    }
+    for (int rank = 0; rank < E; ++rank)
+        for (std::size_t s = 0; s < layers_.size(); ++s)
+            if (rank < static_cast<int>(order[s].size())) warm_.push_back({static_cast<int>(s), -1, order[s][rank]});
+    changed_.notify_all();
+}
+
+bool ExpertCache::next_warm(Job& job) {
+    while (!warm_.empty() && warm_in_flight_ < warm_limit_) {
+        job = warm_.front();
+        warm_.pop_front();
+        Layer& l = layers_[job.layer];
+        if (l.where[job.expert] >= 0) continue;  // asked for meanwhile
+        job.slot = -1;
+        for (int i = l.pinned; i < cap_ && job.slot < 0; ++i)
+            if (l.slots[i].state == State::Empty && l.slots[i].refs == 0) job.slot = i;
+        if (job.slot < 0) continue;  // the layer filled up on demand
+        Slot& slot = l.slots[job.slot];
+        slot.expert = job.expert;
+        slot.state = State::Loading;
+        slot.by_prefetch = true;
+        slot.error.clear();
+        slot.used = ++clock_;
+        l.where[job.expert] = job.slot;
+        ++warm_in_flight_;
+        ++counts_.warmed;
+        return true;
+    }
+    if (warm_.empty() && warm_in_flight_ == 0) warm_done_.notify_all();
+    return false;
+}
+
+std::size_t ExpertCache::warm_pending() const {
+    std::lock_guard lock(mutex_);
+    return warm_.size() + static_cast<std::size_t>(warm_in_flight_);
+}
+
+void ExpertCache::wait_warm() const {
+    std::unique_lock lock(mutex_);
+    warm_done_.wait(lock, [&] { return stop_ || (warm_.empty() && warm_in_flight_ == 0); });
 }
 
 void ExpertCache::stop_io() {
@@ -113,12 +175,24 @@ int ExpertCache::slot_of(int model_layer) const {
 void ExpertCache::io_loop() {
     for (;;) {
         Job job;
+        bool warm = false;
         {
             std::unique_lock lock(mutex_);
-            changed_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
-            if (jobs_.empty()) return;  // stopping, nothing left
-            job = jobs_.front();
-            jobs_.pop_front();
+            // Demand reads and prefetches first; a warm-up read only when none is queued
+            // (a stopping cache drops the warm-up's).
+            changed_.wait(lock, [&] {
+                return stop_ || !jobs_.empty() || (!warm_.empty() && warm_in_flight_ < warm_limit_);
+            });
+            if (!jobs_.empty()) {
+                job = jobs_.front();
+                jobs_.pop_front();
+            } else if (stop_) {
+                warm_.clear();
+                warm_done_.notify_all();
+                return;  // stopping, nothing left
+            } else if (!(warm = next_warm(job))) {
+                continue;
+            }
         }
         Layer& l = layers_[job.layer];
         Slot& slot = l.slots[job.slot];
@@ -140,6 +214,7 @@ void ExpertCache::io_loop() {
                 slot.expert = -1;
                 slot.state = State::Empty;
             }
+            if (warm && --warm_in_flight_ == 0 && warm_.empty()) warm_done_.notify_all();
         }
         changed_.notify_all();
     }
@@ -322,11 +397,12 @@ std::string ExpertCache::describe() const {
     char line[512];
     std::snprintf(line, sizeof line,
                   "expert cache: cap %d of %lld experts per layer, pins %d (%d pinned over %zu layers), %.2f GB of "
-                  "slots (%.1f MB a record), %s, %s reads, usage file %s",
+                  "slots (%.1f MB a record), %s, %s reads, usage file %s, warm-up %s",
                   cap_, static_cast<long long>(h.experts), pins_, pinned_total(), layers_.size(),
                   static_cast<double>(slot_bytes()) / 1e9, static_cast<double>(store_->record_bytes()) / 1e6,
                   format_name(h.format), store_->direct_io() ? "O_DIRECT" : "buffered+DONTNEED",
-                  options_.usage_file.empty() ? "none" : options_.usage_file.string().c_str());
+                  options_.usage_file.empty() ? "none" : options_.usage_file.string().c_str(),
+                  options_.warm ? (std::to_string(warm_pending()) + " reads").c_str() : "off");
     return line;
 }
 
@@ -383,6 +459,7 @@ std::shared_ptr<ExpertCache> make_cache(const model::Model& model, const CacheFl
         std::fprintf(stderr, "[experts] %s is not writable: no expert usage history (--usage-file PATH sets one)\n",
                      model.dir.string().c_str());
     }
+    o.warm = flags.warm;
     auto cache = std::make_shared<ExpertCache>(model.experts, o);
     std::fprintf(stderr, "[experts] %s\n", cache->describe().c_str());
     return cache;

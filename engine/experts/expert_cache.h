@@ -42,6 +42,12 @@ struct CacheOptions {
     std::filesystem::path usage_file;   // the usage history; empty: kept in memory only
     std::uint64_t save_every_tokens = 4096;  // also saved when the cache ends
     bool prefetch = true;
+    // After the pins: fill the slots still empty in the background, each layer with the
+    // experts its usage history ranks first (all of them when the cap is E), at most
+    // max(1, io_threads / 4) reads at a time and only while no demand read or prefetch is
+    // queued — so a cache that holds the model stops missing once it has been read, not
+    // once every expert has been asked for. It never evicts.
+    bool warm = false;
 };
 
 class ExpertCache {
@@ -95,7 +101,8 @@ public:
         std::uint64_t hits = 0;        // experts found in a slot (or on their way from a prefetch)
         std::uint64_t misses = 0;      // experts acquire() had to read
         std::uint64_t prefetched = 0;  // reads prefetch() started
-        std::uint64_t prefetch_hits = 0;  // hits owed to a prefetch
+        std::uint64_t prefetch_hits = 0;  // hits owed to a prefetch (or to the warm-up)
+        std::uint64_t warmed = 0;         // reads the warm-up started
         std::uint64_t bytes_read = 0;
         double read_s = 0, busy_s = 0;  // as ExpertStore::Counters
         double wait_s = 0;              // compute thread waiting in acquire()
@@ -112,6 +119,10 @@ public:
     bool pinned(int layer, int expert) const;
     std::size_t slot_bytes() const;               // RAM of all slots
     bool prefetch_enabled() const { return options_.prefetch; }
+    // Reads the warm-up still has queued or in flight (0 once it is done, or without one).
+    std::size_t warm_pending() const;
+    // Blocks until the warm-up is done (benchmarks: the "experts cached" figure).
+    void wait_warm() const;
     const ExpertStore& store() const { return *store_; }
     const std::filesystem::path& usage_file() const { return options_.usage_file; }
     int io_threads() const { return options_.io_threads; }
@@ -142,6 +153,10 @@ private:
     };
 
     int victim(const Layer& l) const;  // a slot to (re)fill, or -1; mutex_ held
+    void queue_warm();                  // mutex_ held
+    // The next warm-up read, its slot claimed (Loading), or false when none is left to
+    // start now; mutex_ held.
+    bool next_warm(Job& job);
     void start_read(int layer, int slot, int expert, bool urgent);  // mutex_ held
     void io_loop();
     void stop_io();  // lets queued reads finish, joins the I/O threads
@@ -159,18 +174,23 @@ private:
     std::condition_variable changed_;  // a slot finished loading, or a job was queued
     std::vector<Layer> layers_;
     std::deque<Job> jobs_;
+    std::deque<Job> warm_;  // slot -1: claimed when the read starts
+    int warm_in_flight_ = 0, warm_limit_ = 1;
+    mutable std::condition_variable warm_done_;
     bool stop_ = false;
     std::uint64_t clock_ = 0;
     Counters counts_;
     std::vector<std::thread> io_;
 };
 
-// What the command line says about the cache (`--cap`, `--ram-gb`, `--pin-experts`, `--usage-file`).
+// What the command line says about the cache (`--cap`, `--ram-gb`, `--pin-experts`, `--usage-file`,
+// `--warm-experts`).
 struct CacheFlags {
     std::optional<int> cap;
     std::optional<double> ram_gb;
     std::optional<int> pins;
     std::optional<std::string> usage_file;  // "off": none
+    bool warm = true;                       // --warm-experts
 };
 // The cache a converted model runs with (null for a mapped model): cap from --cap, else
 // --ram-gb, else default_cap; the usage file from --usage-file, else

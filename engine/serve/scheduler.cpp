@@ -567,7 +567,8 @@ nlohmann::json Scheduler::expert_cache_stats() const {
     const auto k = cache->counters();
     return {{"mode", "cache"},           {"cap", cache->cap()},       {"pinned", cache->pinned_total()},
             {"hits", k.hits},            {"misses", k.misses},        {"hit_pct", k.hit_pct()},
-            {"bytes_read", k.bytes_read}, {"read_ms", k.read_s * 1e3}};
+            {"bytes_read", k.bytes_read}, {"read_ms", k.read_s * 1e3}, {"warmed", k.warmed},
+            {"warm_pending", cache->warm_pending()}};
 }
 
 protocol::Submit ids_request(const std::string& id, int slot, const std::vector<std::int32_t>& ids, int max_tokens) {

@@ -5,7 +5,8 @@ and `inkling run`, as docs/engine.md ("Expert cache") states it:
   - usage history: not written before 4,096 tokens; written while serving once 4,096 have
     gone through (the engine still running), and again at SIGTERM with every token counted;
     each sparse layer's counts add up to top_k rows a token, decayed by at most
-    2^(-tokens/65536); a restarted engine pins the history's most used experts
+    2^(-tokens/65536); a restarted engine pins the history's most used experts, and its
+    warm-up (on by default, --warm-experts off) fills the free slots with the next most used
   - a CRC error while serving: one expert record of experts.inkx damaged (found from the
     container's header, docs/container.md): the request that routes to it ends in
     ERROR INTERNAL naming the file, the layer and the expert; a request that does not route
@@ -98,22 +99,38 @@ try:
            f"({[round(s) for s in sums]} within [{top_k * fed * decay:.0f}, {top_k * fed}])",
            end["layers"] == [0, 2, 3] and end["experts"] == 16 and end["half_life_tokens"] == HALF_LIFE
            and all(top_k * fed * decay - 1e-6 <= s <= top_k * fed + 1e-6 for s in sums), (sums, end["layers"]))
-    eng = serve(conv, "--ctx", "256", "--usage-file", hist, "--cap", "4", "--pin-experts", "2")
-    eng.frame()  # the info STATS
-    eng.send(b"STATS\n")
-    st = eng.frame().json()
-    log = eng.log_tail()
-    eng.close()
-    # The residency map (one byte a (layer, expert), tier << 6): before any request the RAM
-    # tier holds the pinned experts only, which must be each layer's two most used.
-    hexmap = st.get("experts", {}).get("map", "")
-    in_ram = [[(int(hexmap[2 * (li * 16 + e):2 * (li * 16 + e) + 2], 16) >> 6) == 1 for e in range(16)]
-              for li in range(3)] if len(hexmap) == 2 * 3 * 16 else []
-    hottest = [set(sorted(range(16), key=lambda e: (-row[e], e))[:2]) for row in end["counts"]]
+    def restarted(*flags):
+        """STATS of an engine restarted on the history (once its warm-up is done), its log."""
+        eng = serve(conv, "--ctx", "256", "--usage-file", hist, "--cap", "4", "--pin-experts", "2", *flags)
+        eng.frame()  # the info STATS
+        for _ in range(200):
+            eng.send(b"STATS\n")
+            st = eng.frame().json()
+            if st.get("expert_cache", {}).get("warm_pending") == 0:
+                break
+        log = eng.log_tail()
+        eng.close()
+        # The residency map (one byte a (layer, expert), tier << 6): the RAM tier's experts.
+        hexmap = st.get("experts", {}).get("map", "")
+        in_ram = [{e for e in range(16) if (int(hexmap[2 * (li * 16 + e):2 * (li * 16 + e) + 2], 16) >> 6) == 1}
+                  for li in range(3)] if len(hexmap) == 2 * 3 * 16 else []
+        return st, in_ram, log
+
+    ranked = [sorted(range(16), key=lambda e: (-row[e], e)) for row in end["counts"]]
+    hottest = [set(r[:2]) for r in ranked]
+    # Before any request, without the warm-up, the RAM tier holds the pinned experts only.
+    st, in_ram, log = restarted("--warm-experts", "off")
     report(f"usage history: a restarted engine pins each layer's 2 most used experts from it ({hottest})",
            st.get("expert_cache", {}).get("pinned") == 6 and "pins 2 (6 pinned over 3 layers)" in log
-           and [{e for e in range(16) if row[e]} for row in in_ram] == hottest,
-           (st.get("expert_cache"), hexmap, log[-400:]))
+           and "warm-up off" in log and in_ram == hottest and st["expert_cache"].get("warmed") == 0,
+           (st.get("expert_cache"), in_ram, log[-400:]))
+    # With it (the default) the two free slots a layer fill with the next two most used.
+    st, in_ram, log = restarted()
+    report(f"warm-up: the free slots fill with each layer's next most used experts "
+           f"({[set(r[:4]) for r in ranked]}), nothing missed",
+           in_ram == [set(r[:4]) for r in ranked] and st["expert_cache"].get("warmed") == 6
+           and st["expert_cache"].get("misses") == 0 and "warm-up" in log,
+           (st.get("expert_cache"), in_ram, log[-400:]))
 
     # -- a CRC error while serving --------------------------------------------------------------
     # Which experts of the first sparse layer (no prefetch reaches it) each prompt routes to,

@@ -271,6 +271,84 @@ TEST_CASE("prefetch fills free slots without blocking, and the next acquire find
     CHECK(cache.counters().prefetched == 4);
 }
 
+TEST_CASE("the warm-up reads every expert a cache of cap E holds, and then nothing misses") {
+    ScratchDir t("experts-warm-all");
+    write_container(t.dir / "experts.inkx", {1, 3}, 8);
+    auto store = ExpertStore::open(t.dir / "experts.inkx");
+    auto o = options(0, 0);
+    o.warm = true;
+    ExpertCache cache(store, o);
+    cache.wait_warm();
+    CHECK(cache.warm_pending() == 0);
+    CHECK(cache.counters().warmed == 16);
+    CHECK(store->counters().reads == 16);
+    for (int layer : {1, 3})
+        for (int e = 0; e < 8; ++e) {
+            CAPTURE(layer);
+            CAPTURE(e);
+            CHECK(cache.resident(layer, e));
+            std::vector<int> one{e};
+            auto lease = cache.acquire(layer, one);
+            CHECK(holds(record_of(lease.ffn()[0], *store), store->record_bytes(), layer == 1 ? 0 : 1, e));
+        }
+    const auto k = cache.counters();
+    CHECK(k.misses == 0);
+    CHECK(k.hits == 16);
+    CHECK(k.prefetch_hits == 16);  // owed to the warm-up
+    CHECK(cache.describe().find("warm-up 0 reads") != std::string::npos);
+}
+
+TEST_CASE("the warm-up fills only empty slots, most used experts first, and never evicts") {
+    ScratchDir t("experts-warm-some");
+    write_container(t.dir / "experts.inkx", {0}, 8);
+    experts::UsageHistory h({0}, 8);
+    h.add(0, 6, 9);
+    h.add(0, 4, 5);
+    h.add(0, 1, 2);
+    h.save(t.dir / "usage.json");
+    auto store = ExpertStore::open(t.dir / "experts.inkx");
+    auto o = options(4, 1, true, t.dir / "usage.json");
+    o.warm = true;
+    ExpertCache cache(store, o);  // pins 6; three empty slots: 4, 1, then the unused 0
+    cache.wait_warm();
+    CHECK(cache.pinned(0, 6));
+    CHECK(cache.counters().warmed == 3);
+    for (int e : {6, 4, 1, 0}) CHECK(cache.resident(0, e));
+    for (int e : {2, 3, 5, 7}) CHECK(!cache.resident(0, e));
+    // A full cache evicts on demand as before; the warm-up adds nothing more.
+    std::vector<int> ids{2, 3};
+    cache.acquire(0, ids);
+    cache.wait_warm();
+    CHECK(cache.counters().warmed == 3);
+    CHECK(cache.counters().misses == 2);
+    CHECK(cache.resident(0, 6));
+
+    // Without --warm-experts nothing is read beyond the pins.
+    auto store2 = ExpertStore::open(t.dir / "experts.inkx");
+    ExpertCache cold(store2, options(4, 1, true, t.dir / "usage.json"));
+    cold.wait_warm();
+    CHECK(cold.counters().warmed == 0);
+    CHECK(store2->counters().reads == 1);
+    CHECK(cold.describe().find("warm-up off") != std::string::npos);
+}
+
+TEST_CASE("a cache ended during its warm-up stops at once and loses nothing it had") {
+    ScratchDir t("experts-warm-stop");
+    write_container(t.dir / "experts.inkx", {0, 1, 2, 3}, 16);
+    auto store = ExpertStore::open(t.dir / "experts.inkx");
+    for (int round = 0; round < 5; ++round) {
+        auto o = options(0, 0);
+        o.warm = true;
+        o.io_threads = 1;
+        auto cache = std::make_unique<ExpertCache>(store, o);
+        std::vector<int> ids{round, 15 - round};
+        auto lease = cache->acquire(2, ids);  // a demand read overtakes the warm-up's queue
+        CHECK(holds(record_of(lease.ffn()[1], *store), store->record_bytes(), 2, 15 - round));
+        lease.release();
+        cache.reset();  // joins with warm-up reads still queued
+    }
+}
+
 TEST_CASE("the usage history: round trip, decay by half-life, the top experts, broken files start empty") {
     ScratchDir t("experts-usage");
     const fs::path p = t.dir / "expert-usage.json";
