@@ -170,9 +170,15 @@ void HostExperts::round(int layer, std::span<const int> ids, const std::vector<c
     for (std::size_t i = 0; i < ids.size(); ++i) {
         const auto& rows = routing.by_expert[ids[i]];
         Run r{f[i], static_cast<std::int64_t>(rows.size()), nullptr, {}, {}, {}};
-        r.xs.resize(static_cast<std::size_t>(r.rows * D));
-        for (std::int64_t n = 0; n < r.rows; ++n) std::copy_n(h + rows[n].first * D, D, r.xs.data() + n * D);
-        r.x = r.xs.data();
+        if (r.rows == S) {
+            // Every row (rows are listed in order: a decode step of one session, say): `h`
+            // itself, so the group quantizes or packs it once for all such experts.
+            r.x = h;
+        } else {
+            r.xs.resize(static_cast<std::size_t>(r.rows * D));
+            for (std::int64_t n = 0; n < r.rows; ++n) std::copy_n(h + rows[n].first * D, D, r.xs.data() + n * D);
+            r.x = r.xs.data();
+        }
         runs.push_back(std::move(r));
     }
     if (shared_y)
