@@ -111,10 +111,7 @@ std::shared_ptr<inkling::experts::ExpertCache> cache_for(const inkling::model::M
     if (args.count("ram-gb")) f.ram_gb = args["ram-gb"].as<double>();
     if (args.count("pin-experts")) f.pins = args["pin-experts"].as<int>();
     if (args.count("usage-file")) f.usage_file = args["usage-file"].as<std::string>();
-    const std::string warm = args["warm-experts"].as<std::string>();
-    if (warm != "on" && warm != "off")
-        throw std::runtime_error("--warm-experts must be on or off, not '" + warm + "'");
-    f.warm = warm == "on";
+    f.warm = args["warm-experts"].as<std::string>();
     return inkling::experts::make_cache(model, f);
 }
 

@@ -92,11 +92,10 @@ void ExpertCache::queue_warm() {
     // Rank by rank across the layers (every layer's most used expert, then every second…),
     // so a warm-up cut short has spread over the model; no more a layer than its free slots.
     std::vector<std::vector<int>> order(layers_.size());
-    std::vector<int> room(layers_.size());
     for (std::size_t s = 0; s < layers_.size(); ++s) {
         const Layer& l = layers_[s];
-        room[s] = 0;
-        for (int i = l.pinned; i < cap_; ++i) room[s] += l.slots[i].state == State::Empty;
+        int room = 0;
+        for (int i = l.pinned; i < cap_; ++i) room += l.slots[i].state == State::Empty;
         // The used ones by rank (top() leaves out experts never used), then the rest by id.
         std::vector<int> ranked = history_.top(static_cast<int>(s), E);
         std::vector<char> listed(static_cast<std::size_t>(E), 0);
@@ -104,7 +103,7 @@ void ExpertCache::queue_warm() {
         for (int e = 0; e < E; ++e)
             if (!listed[static_cast<std::size_t>(e)]) ranked.push_back(e);
         for (int e : ranked)
-            if (l.where[e] < 0 && static_cast<int>(order[s].size()) < room[s]) order[s].push_back(e);
+            if (l.where[e] < 0 && static_cast<int>(order[s].size()) < room) order[s].push_back(e);
     }
     for (int rank = 0; rank < E; ++rank)
         for (std::size_t s = 0; s < layers_.size(); ++s)
@@ -122,13 +121,7 @@ bool ExpertCache::next_warm(Job& job) {
         for (int i = l.pinned; i < cap_ && job.slot < 0; ++i)
             if (l.slots[i].state == State::Empty && l.slots[i].refs == 0) job.slot = i;
         if (job.slot < 0) continue;  // the layer filled up on demand
-        Slot& slot = l.slots[job.slot];
-        slot.expert = job.expert;
-        slot.state = State::Loading;
-        slot.by_prefetch = true;
-        slot.error.clear();
-        slot.used = ++clock_;
-        l.where[job.expert] = job.slot;
+        claim(l, job.slot, job.expert, true);
         ++warm_in_flight_;
         ++counts_.warmed;
         return true;
@@ -220,16 +213,19 @@ void ExpertCache::io_loop() {
     }
 }
 
-void ExpertCache::start_read(int layer, int slot_index, int expert, bool urgent) {
-    Layer& l = layers_[layer];
+void ExpertCache::claim(Layer& l, int slot_index, int expert, bool by_prefetch) {
     Slot& slot = l.slots[slot_index];
     if (slot.expert >= 0) l.where[slot.expert] = -1;
     slot.expert = expert;
     slot.state = State::Loading;
-    slot.by_prefetch = !urgent;
+    slot.by_prefetch = by_prefetch;
     slot.error.clear();
     slot.used = ++clock_;
     l.where[expert] = slot_index;
+}
+
+void ExpertCache::start_read(int layer, int slot_index, int expert, bool urgent) {
+    claim(layers_[layer], slot_index, expert, !urgent);
     if (urgent) jobs_.push_front({layer, slot_index, expert});
     else jobs_.push_back({layer, slot_index, expert});
     changed_.notify_all();
@@ -431,6 +427,8 @@ int default_cap(const ExpertStore& store, std::uint64_t dense_bytes) {
 }
 
 std::shared_ptr<ExpertCache> make_cache(const model::Model& model, const CacheFlags& flags) {
+    if (flags.warm != "on" && flags.warm != "off")  // a typo is an error with any model
+        throw std::runtime_error("--warm-experts must be on or off, not '" + flags.warm + "'");
     if (!model.experts) return nullptr;
     const ExpertStore& store = *model.experts;
     const int E = static_cast<int>(store.experts());
@@ -459,7 +457,7 @@ std::shared_ptr<ExpertCache> make_cache(const model::Model& model, const CacheFl
         std::fprintf(stderr, "[experts] %s is not writable: no expert usage history (--usage-file PATH sets one)\n",
                      model.dir.string().c_str());
     }
-    o.warm = flags.warm;
+    o.warm = flags.warm == "on";
     auto cache = std::make_shared<ExpertCache>(model.experts, o);
     std::fprintf(stderr, "[experts] %s\n", cache->describe().c_str());
     return cache;

@@ -157,7 +157,9 @@ private:
     // The next warm-up read, its slot claimed (Loading), or false when none is left to
     // start now; mutex_ held.
     bool next_warm(Job& job);
-    void start_read(int layer, int slot, int expert, bool urgent);  // mutex_ held
+    // Points a slot at `expert`, Loading (the expert it held forgotten); mutex_ held.
+    void claim(Layer& l, int slot, int expert, bool by_prefetch);
+    void start_read(int layer, int slot, int expert, bool urgent);  // claim, then queue the read; mutex_ held
     void io_loop();
     void stop_io();  // lets queued reads finish, joins the I/O threads
     void release(Lease& lease);
@@ -190,7 +192,7 @@ struct CacheFlags {
     std::optional<double> ram_gb;
     std::optional<int> pins;
     std::optional<std::string> usage_file;  // "off": none
-    bool warm = true;                       // --warm-experts
+    std::string warm = "on";                // --warm-experts: on or off
 };
 // The cache a converted model runs with (null for a mapped model): cap from --cap, else
 // --ram-gb, else default_cap; the usage file from --usage-file, else
