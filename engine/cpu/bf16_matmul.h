@@ -20,8 +20,10 @@
 //
 // Which kernel runs where (engine/cpu/x86/bf16_matmul.cpp): AVX-512 tiles of several
 // activation rows × several weight rows with the activations packed once per call, weight
-// blocks kept in L2 while every activation tile passes over them; AVX2 and scalar compute
-// one element at a time. vdpbf16ps is used only with Numerics::Bf16 and where it is the
+// blocks kept in L2 while every activation tile passes over them; AVX2 the same tiles on 16
+// ymm (an element's lanes in two registers: one activation row × 4 weight rows at decode,
+// 3 × 3 tiles of one half of the lanes at a time over L2 blocks from 7 rows on); scalar
+// computes one element at a time. vdpbf16ps is used only with Numerics::Bf16 and where it is the
 // faster of the two (set_bf16_dot_product; on Intel cores it issues at half the FMA rate,
 // on AMD Zen 4 at twice it). ARM64 (engine/cpu/arm64/bf16_matmul.cpp): NEON FMA, one element
 // at a time, the 16 lanes in four q registers; the same kernel on every ARM64 level.

@@ -12,6 +12,8 @@
 // most kKc chunks stays in L1); accumulators cross chunk slices through a small buffer
 // (a zmm stored and reloaded is exact). With at most MR rows the weights stream from
 // memory once, prefetched.
+// AVX2: the same scheme on ymm (an element's 16 lanes in two registers); its blocked tiles
+// run one half of the lanes at a time so that a 3 × 3 tile fits 16 registers.
 #include "engine/cpu/thread_scratch.h"
 #include "engine/cpu/x86/bf16_matmul.h"
 
@@ -30,8 +32,102 @@ using model::Matrix;
 
 constexpr std::int64_t kChunk = 32;
 
+// Shared by both ISAs' tiles.
+constexpr std::int64_t kAhead = 16;  // chunks (of 64 bytes) prefetched ahead in each streamed weight row
+
+struct alignas(64) Lane16 {
+    float v[16];
+};
+
 // ---- AVX2 --------------------------------------------------------------------------------
+// The same tiles on 16 ymm registers: an element's 16 lanes are two ymm (lanes 0-7 from the
+// chunk's first 16 weights, lanes 8-15 from the last 16), so a tile of MR × NR holds 2·MR·NR
+// accumulators. Shapes (measured on AMD Zen 3, docs/performance.md): one activation row
+// against 4 weight rows (4 streams in flight, 8 independent FMA chains: the one-row kernel
+// with 2 chains was latency-bound); 2-3 rows × 2 weight rows and 4-6 rows × 1 while the
+// weights stream once; from 7 rows on, 3 × 3 tiles over L2 blocks of weight rows, one half of
+// the lanes at a time (below).
 #define INKLING_AVX2 __attribute__((target("avx2,fma")))
+
+constexpr int kAvx2MR = 3, kAvx2NR = 3;           // the blocked tile (9 accumulators of one half)
+constexpr int kAvx2GemvNR = 4;                    // weight rows against one activation row
+constexpr int kAvx2FewMR = 3, kAvx2FewNR = 2, kAvx2WideMR = 6;  // streaming: ≤ 3 rows × 2, ≤ 6 rows × 1
+constexpr std::int64_t kAvx2L1Bytes = 12 << 10;   // an activation tile's chunk slice
+constexpr std::int64_t kAvx2L2Bytes = 256 << 10;  // a block of weight rows (Zen 3 has 512 KB of L2)
+// Chunks prefetched ahead in each streamed row (the last ones: in the next tile's rows). On
+// Zen 3, 64 read 1024-column rows (an lm_head, every projection of a D = 1024 model) ~15 %
+// faster than 16 and 4096-column ones as fast.
+constexpr std::int64_t kAvx2Ahead = 64;
+
+// What a tile needs besides its activations (both ISAs' tiles).
+struct TileRange {
+    std::int64_t xs;              // elements between activation rows
+    const std::uint16_t* w;       // first weight row
+    const std::uint16_t* wnext;   // the next tile's first weight row (prefetched past this one's end)
+    std::int64_t ws;              // elements between weight rows
+    std::int64_t c0, c1;          // chunks [c0, c1)
+    std::int64_t chunks;          // chunks of a whole row (prefetching runs ahead within it)
+    Lane16* part;                 // accumulators between chunk slices (MR·NR), or null
+    bool first, last;             // slice starts / ends the row
+    float* y;                     // output of (first activation row, first weight row)
+    std::int64_t ys;              // elements between output rows
+};
+
+// The streaming order (few activation rows, one tile of them): weight rows [begin, end) in
+// tiles of nr_max, each read once from memory; run(nr) runs one.
+template <class Run>
+inline void streamed_tiles(TileRange& t, const Matrix& w, std::int64_t begin, std::int64_t end, std::int64_t nr_max,
+                           float* y, Run run) {
+    auto wrow = [&](std::int64_t o) { return reinterpret_cast<const std::uint16_t*>(w.row(o)); };
+    t.c0 = 0;
+    t.c1 = t.chunks;
+    t.first = t.last = true;
+    for (std::int64_t o = begin; o < end; o += nr_max) {
+        const std::int64_t nr = std::min(nr_max, end - o);
+        t.w = wrow(o);
+        t.wnext = o + nr < end ? wrow(o + nr) : t.w;
+        t.y = y + o;
+        run(nr);
+    }
+}
+
+// The blocked order both ISAs' tiles run in: weight rows [begin, end) in blocks of L2
+// bytes (a multiple of NR rows); every tile of MR activation rows passes over a block one
+// slice of `kc` chunks (in L1) at a time. Sets t's range fields, then run(s0, mr, nr) sets
+// the ISA's own (activations, partial chunk) and runs the tile.
+template <int MR, int NR, class Run>
+inline void blocked_tiles(TileRange& t, const Matrix& w, std::int64_t n, std::int64_t begin, std::int64_t end,
+                          std::int64_t kc, std::int64_t l2_bytes, float* y, Run run) {
+    const std::int64_t nc = std::clamp<std::int64_t>(l2_bytes / (w.cols * 2) / NR * NR, NR, 64 * NR);
+    std::vector<Lane16>& part = thread_scratch<Lane16, struct part_scratch>();
+    if (part.size() < static_cast<std::size_t>(MR * nc)) part.resize(static_cast<std::size_t>(MR * nc));
+    auto wrow = [&](std::int64_t o) { return reinterpret_cast<const std::uint16_t*>(w.row(o)); };
+    for (std::int64_t jc = begin; jc < end; jc += nc) {
+        const std::int64_t je = std::min(end, jc + nc);
+        for (std::int64_t s0 = 0; s0 < n; s0 += MR) {
+            const std::int64_t mr = std::min<std::int64_t>(MR, n - s0);
+            for (std::int64_t c0 = 0; c0 < t.chunks; c0 += kc) {
+                t.c0 = c0;
+                t.c1 = std::min(t.chunks, c0 + kc);
+                t.first = c0 == 0;
+                t.last = t.c1 == t.chunks;
+                for (std::int64_t o = jc; o < je; o += NR) {
+                    const std::int64_t nr = std::min<std::int64_t>(NR, je - o);
+                    t.w = wrow(o);
+                    t.wnext = o + nr < end ? wrow(o + nr) : t.w;
+                    t.part = part.data() + (o - jc) / NR * MR * NR;
+                    t.y = y + s0 * w.rows + o;
+                    run(s0, mr, nr);
+                }
+            }
+        }
+    }
+}
+
+struct Tile2 : TileRange {
+    const float* x;               // first activation row of the tile
+    std::int64_t tail_cols;       // real columns of chunk c1 - 1 when it is the row's partial last one, else 0
+};
 
 INKLING_AVX2 float finish8_avx2(__m256 h8) {
     const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
@@ -39,37 +135,193 @@ INKLING_AVX2 float finish8_avx2(__m256 h8) {
     return _mm_cvtss_f32(_mm_add_ss(h2, _mm_movehdup_ps(h2)));
 }
 
-// One weight row against R activation rows (the widened chunk reused R times); each
-// element's 16 lanes in two ymm (lanes 0-7, 8-15).
-template <int R>
-INKLING_AVX2 void dot_avx2(const std::uint16_t* w, std::int64_t cols, const float* const* a, std::int64_t chunks,
-                           float* out) {
-    const __m256i hi = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
-    __m256 lo_acc[R], hi_acc[R];
-    for (int r = 0; r < R; ++r) lo_acc[r] = hi_acc[r] = _mm256_setzero_ps();
-    alignas(32) std::uint16_t tail[kChunk];
-    for (std::int64_t c = 0; c < chunks; ++c) {
-        const std::uint16_t* src = w + c * kChunk;
-        if ((c + 1) * kChunk > cols) {
-            std::memset(tail, 0, sizeof tail);
-            std::memcpy(tail, src, static_cast<std::size_t>(cols - c * kChunk) * 2);
-            src = tail;
+// One half of a chunk (H = 0: lanes 0-7 from its first 16 weights; 1: lanes 8-15) for `w`
+// rows `ws` apart (the tile's, or a zero-padded copy of a partial chunk).
+template <int MR, int NR, int H, bool Prefetch>
+INKLING_AVX2 inline void half_step_avx2(__m256 (&acc)[MR][NR], const float* x, std::int64_t xs, const std::uint16_t* w,
+                                        std::int64_t ws, const std::uint16_t* pf, std::int64_t pfs) {
+    const __m256i upper = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+    __m256 wv[NR];
+#pragma GCC unroll 8
+    for (int o = 0; o < NR; ++o) {
+        if (Prefetch) _mm_prefetch(reinterpret_cast<const char*>(pf + o * pfs), _MM_HINT_T0);
+        wv[o] = _mm256_castsi256_ps(
+            _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + o * ws + 16 * H)), upper));
+    }
+#pragma GCC unroll 8
+    for (int s = 0; s < MR; ++s) {
+        const __m256 xv = _mm256_loadu_ps(x + s * xs + 8 * H);
+#pragma GCC unroll 8
+        for (int o = 0; o < NR; ++o) acc[s][o] = _mm256_fmadd_ps(wv[o], xv, acc[s][o]);
+    }
+#pragma GCC unroll 8
+    for (int o = 0; o < NR; ++o)
+        wv[o] = _mm256_castsi256_ps(
+            _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + o * ws + 16 * H)), 16));
+#pragma GCC unroll 8
+    for (int s = 0; s < MR; ++s) {
+        const __m256 xv = _mm256_loadu_ps(x + s * xs + 16 + 8 * H);
+#pragma GCC unroll 8
+        for (int o = 0; o < NR; ++o) acc[s][o] = _mm256_fmadd_ps(wv[o], xv, acc[s][o]);
+    }
+}
+
+// A whole chunk, both halves.
+template <int MR, int NR, bool Prefetch>
+INKLING_AVX2 inline void step_avx2(__m256 (&acc)[2][MR][NR], const float* x, std::int64_t xs, const std::uint16_t* w,
+                                   std::int64_t ws, const std::uint16_t* pf, std::int64_t pfs) {
+    half_step_avx2<MR, NR, 0, Prefetch>(acc[0], x, xs, w, ws, pf, pfs);
+    half_step_avx2<MR, NR, 1, false>(acc[1], x, xs, w, ws, nullptr, 0);
+}
+
+template <int MR, int NR, bool Prefetch>
+INKLING_AVX2 void tile_avx2(const Tile2& t) {
+    __m256 acc[2][MR][NR];
+#pragma GCC unroll 8
+    for (int s = 0; s < MR; ++s)
+#pragma GCC unroll 8
+        for (int o = 0; o < NR; ++o)
+            for (int h = 0; h < 2; ++h)
+                acc[h][s][o] = t.first ? _mm256_setzero_ps() : _mm256_load_ps(t.part[s * NR + o].v + 8 * h);
+    const std::int64_t full_end = t.tail_cols ? t.c1 - 1 : t.c1;
+    std::int64_t c = t.c0;
+    if (Prefetch) {
+        // As the AVX-512 tiles: the last chunks prefetch the next tile's first ones.
+        constexpr std::int64_t ahead = kAvx2Ahead;
+        const std::int64_t split = std::clamp(t.chunks - ahead, c, full_end);
+        for (; c < split; ++c)
+            step_avx2<MR, NR, true>(acc, t.x + c * kChunk, t.xs, t.w + c * kChunk, t.ws, t.w + (c + ahead) * kChunk, t.ws);
+        for (; c < full_end; ++c)
+            step_avx2<MR, NR, true>(acc, t.x + c * kChunk, t.xs, t.w + c * kChunk, t.ws,
+                                    t.wnext + (c + ahead - t.chunks) * kChunk, t.ws);
+    }
+    for (; c < full_end; ++c) step_avx2<MR, NR, false>(acc, t.x + c * kChunk, t.xs, t.w + c * kChunk, t.ws, nullptr, 0);
+    if (t.tail_cols) {
+        // Columns past the row's end count as +0 (they may hold anything, even NaN).
+        alignas(32) std::uint16_t tail[NR][kChunk] = {};
+        for (int o = 0; o < NR; ++o)
+            std::memcpy(tail[o], t.w + o * t.ws + c * kChunk, static_cast<std::size_t>(t.tail_cols) * 2);
+        step_avx2<MR, NR, false>(acc, t.x + c * kChunk, t.xs, tail[0], kChunk, nullptr, 0);
+    }
+#pragma GCC unroll 8
+    for (int s = 0; s < MR; ++s)
+#pragma GCC unroll 8
+        for (int o = 0; o < NR; ++o) {
+            if (t.last) {
+                t.y[s * t.ys + o] = finish8_avx2(_mm256_add_ps(acc[0][s][o], acc[1][s][o]));
+            } else {
+                _mm256_store_ps(t.part[s * NR + o].v, acc[0][s][o]);
+                _mm256_store_ps(t.part[s * NR + o].v + 8, acc[1][s][o]);
+            }
         }
-        const __m256i r0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
-        const __m256i r1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 16));
-        const __m256 odd0 = _mm256_castsi256_ps(_mm256_and_si256(r0, hi)), odd1 = _mm256_castsi256_ps(_mm256_and_si256(r1, hi));
-        const __m256 even0 = _mm256_castsi256_ps(_mm256_slli_epi32(r0, 16));
-        const __m256 even1 = _mm256_castsi256_ps(_mm256_slli_epi32(r1, 16));
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) {
-            const float* x = a[r] + c * kChunk;
-            lo_acc[r] = _mm256_fmadd_ps(odd0, _mm256_loadu_ps(x), lo_acc[r]);
-            hi_acc[r] = _mm256_fmadd_ps(odd1, _mm256_loadu_ps(x + 8), hi_acc[r]);
-            lo_acc[r] = _mm256_fmadd_ps(even0, _mm256_loadu_ps(x + 16), lo_acc[r]);
-            hi_acc[r] = _mm256_fmadd_ps(even1, _mm256_loadu_ps(x + 24), hi_acc[r]);
+}
+
+// The blocked tiles keep one half of each element's lanes at a time (MR·NR accumulators, so
+// a tile can be larger on 16 registers): over a group of kAvx2Group chunks lanes 0-7 run,
+// then lanes 8-15 over the same chunks (their weights still in L1), the accumulators
+// crossing groups through t.part. Each lane still takes its chunks in order.
+constexpr std::int64_t kAvx2Group = 16;
+
+// Chunks [g, ge) of one half; `tail` holds the row's partial last chunk (if any) zero-padded.
+template <int MR, int NR, int H, bool Prefetch>
+INKLING_AVX2 inline void half_pass_avx2(const Tile2& t, std::int64_t g, std::int64_t ge, std::int64_t full_end,
+                                        const std::uint16_t* tail, bool zero) {
+    __m256 acc[MR][NR];
+#pragma GCC unroll 8
+    for (int s = 0; s < MR; ++s)
+#pragma GCC unroll 8
+        for (int o = 0; o < NR; ++o) acc[s][o] = zero ? _mm256_setzero_ps() : _mm256_load_ps(t.part[s * NR + o].v + 8 * H);
+    const std::int64_t e = std::min(ge, full_end);
+    std::int64_t c = g;
+    if (Prefetch && H == 0) {
+        // The first tile over a block brings its weights from memory (the next tile's rows
+        // for the row's last kAhead chunks).
+        for (; c < e; ++c) {
+            const bool next = c + kAhead >= t.chunks;
+            const std::uint16_t* pf = next ? t.wnext + (c + kAhead - t.chunks) * kChunk : t.w + (c + kAhead) * kChunk;
+            half_step_avx2<MR, NR, H, true>(acc, t.x + c * kChunk, t.xs, t.w + c * kChunk, t.ws, pf, t.ws);
         }
     }
-    for (int r = 0; r < R; ++r) out[r] = finish8_avx2(_mm256_add_ps(lo_acc[r], hi_acc[r]));
+    for (; c < e; ++c)
+        half_step_avx2<MR, NR, H, false>(acc, t.x + c * kChunk, t.xs, t.w + c * kChunk, t.ws, nullptr, 0);
+    if (c < ge) half_step_avx2<MR, NR, H, false>(acc, t.x + c * kChunk, t.xs, tail, kChunk, nullptr, 0);
+#pragma GCC unroll 8
+    for (int s = 0; s < MR; ++s)
+#pragma GCC unroll 8
+        for (int o = 0; o < NR; ++o) _mm256_store_ps(t.part[s * NR + o].v + 8 * H, acc[s][o]);
+}
+
+template <int MR, int NR, bool Prefetch>
+INKLING_AVX2 void tile_halves_avx2(const Tile2& t) {
+    const std::int64_t full_end = t.tail_cols ? t.c1 - 1 : t.c1;
+    alignas(32) std::uint16_t tail[NR][kChunk] = {};
+    if (t.tail_cols)
+        for (int o = 0; o < NR; ++o)
+            std::memcpy(tail[o], t.w + o * t.ws + full_end * kChunk, static_cast<std::size_t>(t.tail_cols) * 2);
+    for (std::int64_t g = t.c0; g < t.c1; g += kAvx2Group) {
+        const std::int64_t ge = std::min(t.c1, g + kAvx2Group);
+        const bool zero = t.first && g == t.c0;
+        half_pass_avx2<MR, NR, 0, Prefetch>(t, g, ge, full_end, tail[0], zero);
+        half_pass_avx2<MR, NR, 1, Prefetch>(t, g, ge, full_end, tail[0], zero);
+    }
+    if (!t.last) return;
+#pragma GCC unroll 8
+    for (int s = 0; s < MR; ++s)
+#pragma GCC unroll 8
+        for (int o = 0; o < NR; ++o)
+            t.y[s * t.ys + o] =
+                finish8_avx2(_mm256_add_ps(_mm256_load_ps(t.part[s * NR + o].v), _mm256_load_ps(t.part[s * NR + o].v + 8)));
+}
+
+using Tile2Fn = void (*)(const Tile2&);
+
+// fns[mr - 1][nr - 1] for mr ≤ MaxMR, nr ≤ MaxNR: tile_halves_avx2 if `Halves`, else tile_avx2.
+template <bool Halves, bool Prefetch, int MaxMR, int MaxNR>
+struct Table2 {
+    template <int MR, int NR>
+    static constexpr Tile2Fn one() {
+        if constexpr (Halves) return &tile_halves_avx2<MR, NR, Prefetch>;
+        else return &tile_avx2<MR, NR, Prefetch>;
+    }
+    template <std::size_t... I>
+    static constexpr std::array<Tile2Fn, MaxMR * MaxNR> make(std::index_sequence<I...>) {
+        return {one<static_cast<int>(I / MaxNR) + 1, static_cast<int>(I % MaxNR) + 1>()...};
+    }
+    static constexpr std::array<Tile2Fn, MaxMR * MaxNR> fns = make(std::make_index_sequence<MaxMR * MaxNR>{});
+    static Tile2Fn get(std::int64_t mr, std::int64_t nr) {
+        return fns[static_cast<std::size_t>((mr - 1) * MaxNR + nr - 1)];
+    }
+};
+
+void rows_avx2(const Matrix& w, const Bf16Activations& x, std::int64_t begin, std::int64_t end, float* y) {
+    const std::int64_t n = x.rows, chunks = x.chunks, last_cols = w.cols - (chunks - 1) * kChunk;
+    Tile2 t{};
+    t.xs = x.stride;
+    t.ws = w.row_stride;
+    t.ys = w.rows;
+    t.chunks = chunks;
+    if (n <= kAvx2WideMR) {
+        // Few activation rows: one tile of them, every weight row read once from memory.
+        using One = Table2<false, true, 1, kAvx2GemvNR>;
+        using Few = Table2<false, true, kAvx2FewMR, kAvx2FewNR>;
+        using Wide = Table2<false, true, kAvx2WideMR, 1>;
+        const std::int64_t nr_max = n == 1 ? kAvx2GemvNR : n <= kAvx2FewMR ? kAvx2FewNR : 1;
+        t.x = x.f32.data();
+        t.tail_cols = last_cols == kChunk ? 0 : last_cols;
+        streamed_tiles(t, w, begin, end, nr_max, y, [&](std::int64_t nr) {
+            (n == 1 ? One::get(1, nr) : n <= kAvx2FewMR ? Few::get(n, nr) : Wide::get(n, 1))(t);
+        });
+        return;
+    }
+    using T = Table2<true, false, kAvx2MR, kAvx2NR>;
+    using First = Table2<true, true, kAvx2MR, kAvx2NR>;
+    const std::int64_t kc = std::max<std::int64_t>(1, kAvx2L1Bytes / (kAvx2MR * kChunk * 4));
+    blocked_tiles<kAvx2MR, kAvx2NR>(t, w, n, begin, end, kc, kAvx2L2Bytes, y,
+                                    [&](std::int64_t s0, std::int64_t mr, std::int64_t nr) {
+                                        t.x = x.f32.data() + s0 * x.stride;
+                                        t.tail_cols = t.last && last_cols != kChunk ? last_cols : 0;
+                                        (s0 == 0 ? First::get(mr, nr) : T::get(mr, nr))(t);
+                                    });
 }
 
 // ---- AVX-512 -------------------------------------------------------------------------------
@@ -82,26 +334,10 @@ constexpr int kGemvNR = 8;         // weight rows of a tile when the activations
 constexpr int kWideMR = 8, kWideNR = 3;  // one streaming tile for kMR < n ≤ 8 rows (28 zmm)
 constexpr std::int64_t kL1Bytes = 24 << 10;   // an activation tile's chunk slice
 constexpr std::int64_t kL2Bytes = 512 << 10;  // a block of weight rows
-constexpr std::int64_t kAhead = 16;           // chunks (of 64 bytes) prefetched ahead in each streamed weight row
-
-struct alignas(64) Lane16 {
-    float v[16];
-};
-
-struct Tile {
+struct Tile : TileRange {
     const void* x;                // first activation row of the tile
-    std::int64_t xs;              // elements between activation rows
-    const std::uint16_t* w;       // first weight row
-    const std::uint16_t* wnext;   // the next tile's first weight row (prefetched past this one's end)
-    std::int64_t ws;              // elements between weight rows
-    std::int64_t c0, c1;          // chunks [c0, c1)
-    std::int64_t chunks;          // chunks of a whole row (prefetching runs ahead within it)
     bool masked_last;             // chunk c1 - 1 is the row's partial last chunk
     __mmask32 tail;               // its columns
-    Lane16* part;                 // accumulators between chunk slices (MR·NR), or null
-    bool first, last;             // slice starts / ends the row
-    float* y;                     // output of (first activation row, first weight row)
-    std::int64_t ys;              // elements between output rows
 };
 
 INKLING_AVX512 inline float finish16(__m512 a) {
@@ -214,7 +450,6 @@ void rows_avx512(const Matrix& w, const Bf16Activations& x, std::int64_t begin, 
     const void* xdata = Dot ? static_cast<const void*>(x.bf16.data()) : static_cast<const void*>(x.f32.data());
     const std::int64_t xbytes = Dot ? 2 : 4;
     auto xrow = [&](std::int64_t s) { return static_cast<const std::byte*>(xdata) + s * x.stride * xbytes; };
-    auto wrow = [&](std::int64_t o) { return reinterpret_cast<const std::uint16_t*>(w.row(o)); };
     Tile t{};
     t.xs = x.stride;
     t.ws = w.row_stride;
@@ -230,17 +465,10 @@ void rows_avx512(const Matrix& w, const Bf16Activations& x, std::int64_t begin, 
         using Wide = Table<Dot, true, kWideMR, kWideNR>;
         const std::int64_t nr_max = n == 1 ? kGemvNR : n <= kMR ? kNR : kWideNR;
         t.x = xrow(0);
-        t.c0 = 0;
-        t.c1 = chunks;
         t.masked_last = last_cols != kChunk;
-        t.first = t.last = true;
-        for (std::int64_t o = begin; o < end; o += nr_max) {
-            const std::int64_t nr = std::min(nr_max, end - o);
-            t.w = wrow(o);
-            t.wnext = o + nr < end ? wrow(o + nr) : t.w;
-            t.y = y + o;
+        streamed_tiles(t, w, begin, end, nr_max, y, [&](std::int64_t nr) {
             (n == 1 ? One::get(1, nr) : n <= kMR ? Few::get(n, nr) : Wide::get(n, nr))(t);
-        }
+        });
         return;
     }
     // The first activation tile over a block reads its weights from memory: prefetched as
@@ -248,32 +476,11 @@ void rows_avx512(const Matrix& w, const Bf16Activations& x, std::int64_t begin, 
     using T = Table<Dot, false, kMR, kNR>;
     using First = Table<Dot, true, kMR, kNR>;
     const std::int64_t kc = std::max<std::int64_t>(1, kL1Bytes / (kMR * kChunk * xbytes));
-    const std::int64_t nc =
-        std::clamp<std::int64_t>(kL2Bytes / (w.cols * 2) / kNR * kNR, kNR, 64 * kNR);
-    std::vector<Lane16>& part = thread_scratch<Lane16, struct part_scratch>();
-    if (part.size() < static_cast<std::size_t>(kMR * nc)) part.resize(static_cast<std::size_t>(kMR * nc));
-    for (std::int64_t jc = begin; jc < end; jc += nc) {
-        const std::int64_t je = std::min(end, jc + nc);
-        for (std::int64_t s0 = 0; s0 < n; s0 += kMR) {
-            const std::int64_t mr = std::min<std::int64_t>(kMR, n - s0);
-            t.x = xrow(s0);
-            for (std::int64_t c0 = 0; c0 < chunks; c0 += kc) {
-                t.c0 = c0;
-                t.c1 = std::min(chunks, c0 + kc);
-                t.masked_last = t.c1 == chunks && last_cols != kChunk;
-                t.first = c0 == 0;
-                t.last = t.c1 == chunks;
-                for (std::int64_t o = jc; o < je; o += kNR) {
-                    const std::int64_t nr = std::min<std::int64_t>(kNR, je - o);
-                    t.w = wrow(o);
-                    t.wnext = o + nr < end ? wrow(o + nr) : t.w;
-                    t.part = part.data() + (o - jc) / kNR * kMR * kNR;
-                    t.y = y + s0 * w.rows + o;
-                    (s0 == 0 ? First::get(mr, nr) : T::get(mr, nr))(t);
-                }
-            }
-        }
-    }
+    blocked_tiles<kMR, kNR>(t, w, n, begin, end, kc, kL2Bytes, y, [&](std::int64_t s0, std::int64_t mr, std::int64_t nr) {
+        t.x = xrow(s0);
+        t.masked_last = t.last && last_cols != kChunk;
+        (s0 == 0 ? First::get(mr, nr) : T::get(mr, nr))(t);
+    });
 }
 
 // vcvtneps2bf16's rounding, as f32 bits (the bf16 value in the upper half): round to
@@ -326,22 +533,7 @@ INKLING_AVX512 void pack(bool round, const float* x, Bf16Activations& out) {
 }  // namespace
 
 void bf16_rows_avx2(const Matrix& w, const Bf16Activations& x, std::int64_t begin, std::int64_t end, float* y) {
-    for (std::int64_t o = begin; o < end; ++o) {
-        const auto* row = reinterpret_cast<const std::uint16_t*>(w.row(o));
-        std::int64_t s = 0;
-        const float* a[4];
-        float out[4];
-        for (; s + 4 <= x.rows; s += 4) {
-            for (int r = 0; r < 4; ++r) a[r] = x.f32.data() + (s + r) * x.stride;
-            dot_avx2<4>(row, w.cols, a, x.chunks, out);
-            for (int r = 0; r < 4; ++r) y[(s + r) * w.rows + o] = out[r];
-        }
-        for (; s < x.rows; ++s) {
-            a[0] = x.f32.data() + s * x.stride;
-            dot_avx2<1>(row, w.cols, a, x.chunks, out);
-            y[s * w.rows + o] = out[0];
-        }
-    }
+    rows_avx2(w, x, begin, end, y);
 }
 
 void bf16_rows_avx512(const Matrix& w, const Bf16Activations& x, std::int64_t begin, std::int64_t end, float* y) {

@@ -9,7 +9,7 @@
 
 namespace inkling::cpu::x86 {
 
-// AVX2 + FMA: one output element at a time, the 16 lanes in two ymm.
+// AVX2 + FMA: tiles of activation rows × weight rows, an element's 16 lanes in two ymm.
 void bf16_rows_avx2(const model::Matrix& w, const Bf16Activations& x, std::int64_t begin, std::int64_t end,
                     float* y);
 // AVX-512 F/BW: tiles of activation rows × weight rows, FMA on f32-packed activations.
