@@ -100,21 +100,45 @@ std::string cpu_model() {
     return "unknown CPU";
 }
 
-// ggml's figures from shared/specs/cpu-baselines.md ("measured again 2026-12-01, side by
-// side", 2-vCPU AMD Zen 4, 2 threads, llama.cpp defaults), for orientation only: another
-// day and possibly another CPU. n = 1 as a ratio to the tuned read loop of the same minutes
-// (32–33 GB/s), the rest in GFLOP/s; "" where that table has no figure.
+// ggml's figures beside ours, for orientation only: another day, and where our ISA is not
+// AVX-512 another CPU. n = 1 as a ratio to the read loop of the same minutes, the rest in
+// GFLOP/s; "" where the source has no figure. Two sources, picked by the ISA we run:
+//  - AVX-512: shared/specs/cpu-baselines.md ("measured again 2026-12-01, side by side"),
+//    2-vCPU AMD Zen 4, llama.cpp's defaults (llamafile sgemm, q4_0 repacked), read loop
+//    32-33 GB/s;
+//  - AVX2: measured here 2026-12-03 on a 2-vCPU AMD Zen 3 (EPYC, family 25 model 1, no
+//    AVX-512) of the same VM kind: ggml d99724f2 built with GGML_NATIVE and GGML_LLAMAFILE
+//    on, `test-backend-ops perf -o MUL_MAT` at its 4096 x 14336 shape (n = 64 added),
+//    q4_0 not repacked (that harness has no repack buffer); read loop 26.6-27.3 GB/s
+//    (docs/performance.md, "AVX2 tiles on Zen 3").
 struct Ggml {
     const char* n1_ratio;
     const char* n64;
     const char* n512;
 };
 
-Ggml ggml_for(DType dtype) {
+struct GgmlSource {
+    const char* label;
+    Ggml bf16, i8, q4;
+};
+
+const GgmlSource& ggml_source(cpu::Isa isa) {
+    static const GgmlSource zen4{"shared/specs/cpu-baselines.md, 2026-12-01 (AMD Zen 4, AVX-512, 2 threads, llama.cpp defaults)",
+                                 {"0.60-0.72", "128", "132-142"},
+                                 {"0.48-0.53", "151", ""},
+                                 {"0.43-0.45", "209", "139"}};
+    static const GgmlSource zen3{"docs/performance.md, 2026-12-03 (AMD Zen 3, AVX2, 2 threads, llamafile sgemm, q4_0 not repacked)",
+                                 {"0.66-0.71", "103", "90"},
+                                 {"0.54-0.55", "92", "90"},
+                                 {"0.39-0.46", "86", "82"}};
+    return isa == cpu::Isa::Avx2 ? zen3 : zen4;
+}
+
+Ggml ggml_for(const GgmlSource& source, DType dtype) {
     switch (dtype) {
-    case DType::BF16: return {"0.60-0.72", "128", "132-142"};
-    case DType::I8: return {"0.48-0.53", "151", ""};
-    case DType::Q4: return {"0.43-0.45", "209", "139"};
+    case DType::BF16: return source.bf16;
+    case DType::I8: return source.i8;
+    case DType::Q4: return source.q4;
     default: break;
     }
     return {"", "", ""};
@@ -143,15 +167,16 @@ nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes) {
     out["memory_bandwidth_gb_s"] = bandwidth;
     out["rows"] = kRows;
     out["cols"] = kCols;
-    out["ggml_source"] = "shared/specs/cpu-baselines.md, 2026-12-01 (AMD Zen 4, 2 threads, llama.cpp defaults)";
+    const GgmlSource& ggml = ggml_source(cpu::active_isa());
+    out["ggml_source"] = ggml.label;
     std::fprintf(stderr,
-                 "[bench] kernels on %s (%s, %u threads); read bandwidth %.2f GB/s (pinned AVX-512 read loop, 2 GiB)\n"
+                 "[bench] kernels on %s (%s, %u threads); read bandwidth %.2f GB/s (pinned read loop of the widest SIMD loads, 2 GiB)\n"
                  "[bench] weights [%lld x %lld]; n=1 over >= %.0f MB of distinct weights (GB/s, and x the read "
                  "bandwidth measured right before and after), n=64 and n=512 on one matrix (GFLOP/s)\n"
-                 "[bench] %-18s %25s %8s %9s  | ggml %s: n=1 x read loop, n=64, n=512\n",
+                 "[bench] %-18s %25s %8s %9s  | ggml (%s): n=1 x read loop, n=64, n=512\n",
                  out["cpu"].get<std::string>().c_str(), cpu::isa_name(cpu::active_isa()), pool.size(), bandwidth,
                  static_cast<long long>(kRows), static_cast<long long>(kCols), static_cast<double>(weight_bytes) / 1e6,
-                 "weights", "n=1", "n=64", "n=512", "2026-12-01 (cpu-baselines.md)");
+                 "weights", "n=1", "n=64", "n=512", ggml.label);
     std::vector<Variant> variants = {{"bf16 exact", DType::BF16, cpu::Numerics::Exact, false},
                                      {"bf16 bf16-act fma", DType::BF16, cpu::Numerics::Bf16, false}};
     if (cpu::has_avx512_bf16() && cpu::active_isa() == cpu::Isa::Avx512)
@@ -198,7 +223,7 @@ nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes) {
             return 2.0 * static_cast<double>(kRows * kCols * n) / median(t) / 1e9;
         };
         const double g64 = gflops(64, 5), g512 = gflops(512, 3);
-        const Ggml g = ggml_for(v.dtype);
+        const Ggml g = ggml_for(ggml, v.dtype);
         out["formats"].push_back({{"format", v.name},
                                   {"numerics", cpu::numerics_name(v.numerics)},
                                   {"bf16_dot_product", v.dot},
