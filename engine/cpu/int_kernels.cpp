@@ -170,6 +170,128 @@ INKLING_AVX2 void unpack_q4_avx2(const std::uint8_t* w, std::int64_t padded, std
     }
 }
 
+// The multi-row AVX2 kernels: one weight row against R activation rows, each block of
+// weights loaded and prepared once (int8: |w| and the signs; int4: the unsigned nibbles)
+// and met by every row. Each row's block sums and float part are dot_avx2's, in its order
+// (the integer tree of reduce8_avx2, then one fma per 8 blocks into acc[(b / 8) % 2]).
+template <bool RowScale>
+struct I8Avx2Rows {
+    const std::int8_t* w;
+    static constexpr int kShift = 0;
+    static constexpr bool kRowScale = RowScale;
+    struct Prep {
+        __m256i mag, sgn;
+    };
+    INKLING_AVX2 Prep prep(std::int64_t b) const {
+        if (b % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(w + b * kB) + kPrefetch, _MM_HINT_T0);
+        const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + b * kB));
+        return {_mm256_abs_epi8(wv), wv};
+    }
+    INKLING_AVX2 static __m256i sum(const Prep& p, const std::int8_t* x) {
+        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
+        return _mm256_madd_epi16(_mm256_maddubs_epi16(p.mag, _mm256_sign_epi8(xv, p.sgn)), _mm256_set1_epi16(1));
+    }
+};
+
+struct Q4Avx2Rows {
+    const std::uint8_t* w;
+    static constexpr int kShift = 3;  // offset 8, as Q4Avx2
+    static constexpr bool kRowScale = false;
+    struct Prep {
+        __m256i u;
+    };
+    INKLING_AVX2 Prep prep(std::int64_t b) const {
+        if (b % 4 == 0) _mm_prefetch(reinterpret_cast<const char*>(w + b * kB / 2) + kPrefetch, _MM_HINT_T0);
+        const __m128i wb = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + b * kB / 2)),
+                                         _mm_set1_epi8(static_cast<char>(0x88)));
+        const __m256i z = _mm256_inserti128_si256(_mm256_castsi128_si256(wb), _mm_srli_epi16(wb, 4), 1);
+        return {_mm256_and_si256(z, _mm256_set1_epi8(0x0f))};
+    }
+    INKLING_AVX2 static __m256i sum(const Prep& p, const std::int8_t* x) {
+        return _mm256_madd_epi16(_mm256_maddubs_epi16(p.u, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x))),
+                                 _mm256_set1_epi16(1));
+    }
+};
+
+// Blocks [b, b + 4) of every row, through the first two levels of reduce8_avx2's tree: h[r]
+// = hadd(hadd(p0, p1), hadd(p2, p3)). Unless `Full`, blocks at or past `n` count as zero sums.
+template <class K, int R, bool Full>
+INKLING_AVX2 inline void quad_avx2(const K& kern, const std::int8_t* const* x, std::int64_t b, std::int64_t n,
+                                   __m256i* h) {
+    __m256i h2[R];
+#pragma GCC unroll 2
+    for (int half = 0; half < 2; ++half) {
+        const std::int64_t b0 = b + 2 * half, b1 = b0 + 1;
+        const bool have0 = Full || b0 < n, have1 = Full || b1 < n;
+        typename K::Prep p0{}, p1{};
+        if (have0) p0 = kern.prep(b0);
+        if (have1) p1 = kern.prep(b1);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+            const __m256i s0 = have0 ? K::sum(p0, x[r] + b0 * kB) : _mm256_setzero_si256();
+            const __m256i s1 = have1 ? K::sum(p1, x[r] + b1 * kB) : _mm256_setzero_si256();
+            const __m256i pair = _mm256_hadd_epi32(s0, s1);
+            if (half == 0) h2[r] = pair;
+            else h[r] = _mm256_hadd_epi32(h2[r], pair);
+        }
+    }
+}
+
+// The float part of blocks [b, b + 8) (fewer past n unless `Full`) for every row.
+template <class K, int R, bool Full>
+INKLING_AVX2 inline void fold8_avx2(const K& kern, const std::int8_t* const* x, const Blocks* k, std::int64_t b,
+                                    __m256 (&acc)[R][2]) {
+    const std::int64_t n = k[0].n;
+    __m256i lo[R], hi[R];
+    quad_avx2<K, R, Full>(kern, x, b, n, lo);
+    quad_avx2<K, R, Full>(kern, x, b + 4, n, hi);
+    const __m256i mask = Full ? _mm256_set1_epi32(-1)
+                              : _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - b)),
+                                                   _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+        __m256i isum = _mm256_add_epi32(_mm256_permute2x128_si256(lo[r], hi[r], 0x20),
+                                        _mm256_permute2x128_si256(lo[r], hi[r], 0x31));
+        if (K::kShift) {
+            const __m256i xs = Full ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k[r].xsums + b))
+                                    : _mm256_maskload_epi32(k[r].xsums + b, mask);
+            isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(xs, K::kShift));
+        }
+        __m256 sw;
+        if constexpr (K::kRowScale) sw = _mm256_set1_ps(k[r].sw[0]);
+        else sw = Full ? _mm256_loadu_ps(k[r].sw + b) : _mm256_maskload_ps(k[r].sw + b, mask);
+        const __m256 sx = Full ? _mm256_loadu_ps(k[r].sx + b) : _mm256_maskload_ps(k[r].sx + b, mask);
+        __m256& a = acc[r][(b / 8) % 2];
+        const __m256 next = _mm256_fmadd_ps(_mm256_mul_ps(sw, sx), _mm256_cvtepi32_ps(isum), a);
+        a = Full ? next : _mm256_blendv_ps(a, next, _mm256_castsi256_ps(mask));
+    }
+}
+
+template <class K, int R>
+INKLING_AVX2 void dot_avx2_rows(const K& kern, const std::int8_t* const* x, const Blocks* k, float* out) {
+    const std::int64_t n = k[0].n;
+    __m256 acc[R][2];
+    for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    std::int64_t b = 0;
+    for (; b + 8 <= n; b += 8) fold8_avx2<K, R, true>(kern, x, k, b, acc);
+    if (b < n) fold8_avx2<K, R, false>(kern, x, k, b, acc);
+    for (int r = 0; r < R; ++r) out[r] = finish8_avx2(_mm256_add_ps(acc[r][0], acc[r][1]));
+}
+
+template <int R, bool RowScale = false>
+void rows_i8_avx2(const std::uint8_t* w, const std::int8_t* const* x, const Blocks* k, float* out) {
+    dot_avx2_rows<I8Avx2Rows<RowScale>, R>(I8Avx2Rows<RowScale>{reinterpret_cast<const std::int8_t*>(w)}, x, k, out);
+}
+template <int R>
+void rows_q4_avx2(const std::uint8_t* w, const std::int8_t* const* x, const Blocks* k, float* out) {
+    dot_avx2_rows<Q4Avx2Rows, R>(Q4Avx2Rows{w}, x, k, out);
+}
+
+constexpr RowsFn kI8RowsAvx2[] = {rows_i8_avx2<1>, rows_i8_avx2<2>, rows_i8_avx2<3>, rows_i8_avx2<4>};
+constexpr RowsFn kI8RowScaleRowsAvx2[] = {rows_i8_avx2<1, true>, rows_i8_avx2<2, true>, rows_i8_avx2<3, true>,
+                                          rows_i8_avx2<4, true>};
+constexpr RowsFn kQ4RowsAvx2[] = {rows_q4_avx2<1>, rows_q4_avx2<2>, rows_q4_avx2<3>, rows_q4_avx2<4>};
+
 // ---- AVX-512 VNNI ----------------------------------------------------------------------
 #define INKLING_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma")))
 
@@ -483,8 +605,8 @@ IntKernels int_kernels_for(Isa isa) {
                 lanes_vnni,
                 "avx512-vnni"};
     if (isa == Isa::Avx2 || isa == Isa::Avx512)
-        return {dot_i8_avx2, dot_q4_avx2, unpack_q4_avx2, true, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                "avx2"};
+        return {dot_i8_avx2, dot_q4_avx2, unpack_q4_avx2, true, kI8RowsAvx2, kI8RowScaleRowsAvx2, kQ4RowsAvx2,
+                nullptr, nullptr, nullptr, "avx2"};
 #elif defined(__aarch64__)
     // (engine/cpu/arm64/int_kernels.h; a level this build could not compile is never the
     // active ISA: arm64::best_isa stops below it.)
@@ -537,7 +659,7 @@ void prepare_int_activations(Isa isa, bool q4_order, const float* x, std::int64_
     const IntKernels k = int_kernels_for(isa);
     out.q4.clear();
 #if defined(__x86_64__)
-    if (k.rows_i8) {
+    if (isa == Isa::Avx512 && has_avx512_vnni()) {  // the quantizer of the VNNI kernels' ISA
         quant::QuantizedActivations& a = out.a;
         a.rows = rows;
         a.cols = cols;
