@@ -214,6 +214,17 @@ nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes) {
             t1.push_back(seconds(pass));
             all.push_back(bytes / t1.back() / 1e9);
         }
+        // bf16 at n = 1 in the other decode order too (bf16_decode_interleave_active: which
+        // is faster depends on the CPU's prefetchers; the default is picked by vendor).
+        double other_gb_s = 0;
+        if (v.dtype == DType::BF16) {
+            const bool interleave = cpu::bf16_decode_interleave_active();
+            cpu::set_bf16_decode_interleave(!interleave);
+            std::vector<double> t2;
+            for (int r = 0; r < 5; ++r) t2.push_back(seconds(pass));
+            cpu::set_bf16_decode_interleave(interleave);
+            other_gb_s = bytes / median(t2) / 1e9;
+        }
         const double bw_after = probe.measure(3);
         const double gb_s = bytes / median(t1) / 1e9, yardstick = (bw_before + bw_after) / 2;
         auto gflops = [&](std::int64_t n, int repeats) {
@@ -234,6 +245,8 @@ nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes) {
                                   {"bandwidth_before_gb_s", bw_before},
                                   {"bandwidth_after_gb_s", bw_after},
                                   {"n1_fraction_of_bandwidth", gb_s / yardstick},
+                                  {"n1_decode_interleave", v.dtype == DType::BF16 && cpu::bf16_decode_interleave_active()},
+                                  {"n1_other_order_gb_s", other_gb_s},
                                   {"n64_gflop_s", g64},
                                   {"n512_gflop_s", g512},
                                   {"ggml_n1_fraction_of_read_loop", g.n1_ratio},
@@ -242,6 +255,9 @@ nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes) {
         std::fprintf(stderr, "[bench] %-18s %6.2f GB/s (%.2f of %5.2f) %8.1f %9.1f  | %s, %s, %s\n", v.name, gb_s,
                      gb_s / yardstick, yardstick, g64, g512, *g.n1_ratio ? g.n1_ratio : "-", *g.n64 ? g.n64 : "-",
                      *g.n512 ? g.n512 : "-");
+        if (other_gb_s > 0)
+            std::fprintf(stderr, "[bench] %-18s n=1 in the other decode order (%s): %.2f GB/s\n", "",
+                         cpu::bf16_decode_interleave_active() ? "adjacent rows a tile" : "rows in parts", other_gb_s);
     }
     cpu::set_numerics(saved_numerics);
     cpu::set_bf16_dot_product(saved_dot);

@@ -80,6 +80,7 @@ bool is_amd() {
 }
 
 bool g_dot_product = has_avx512_bf16() && is_amd();
+bool g_decode_interleave = is_amd();
 
 }  // namespace
 
@@ -108,6 +109,10 @@ void set_bf16_dot_product(bool on) {
     if (on && !has_avx512_bf16()) throw std::runtime_error("this CPU has no AVX-512 BF16 dot product");
     g_dot_product = on;
 }
+
+bool bf16_decode_interleave_active() { return g_decode_interleave; }
+
+void set_bf16_decode_interleave(bool on) { g_decode_interleave = on; }
 
 namespace {
 

@@ -212,11 +212,13 @@ TEST_CASE("bf16 matmul: every ISA and kernel bitwise equals the reference order,
     };
     // Columns: 1, < 32, 32 ± 1, not a multiple of 32, past the tiles' L1 slice (1024 f32 /
     // 2048 bf16 columns); rows: not a multiple of 3, 4 or 8, past an L2 block; n: 1, 2, 3, 5,
-    // 7 and 8 (the one wide streaming tile), 17 (2 tiles + 5), 64.
+    // 7 and 8 (the one wide streaming tile), 17 (2 tiles + 5), 64. n = 1 over many rows: the
+    // decode order (rows in 4 or 8 parts a thread, a tile taking one row of each) with rows
+    // left over, padded rows and a partial last chunk.
     const Shape shapes[] = {{7, 1, 1, 1},      {9, 15, 16, 2},     {13, 31, 31, 3},   {5, 32, 40, 5},
                             {33, 33, 33, 17},  {19, 100, 100, 64}, {70, 257, 300, 6}, {11, 2100, 2100, 7},
                             {290, 1056, 1056, 13}, {3, 64, 64, 1},  {8, 4100, 4100, 2}, {37, 1100, 1200, 8},
-                            {2, 40, 40, 8}};
+                            {2, 40, 40, 8},    {37, 1100, 1200, 1}, {291, 1024, 1024, 1}, {64, 33, 40, 1}};
     for (const Shape& sh : shapes) {
         const Weights w = make_weights(sh.rows, sh.cols, sh.stride, rng);
         const auto x = make_x(sh.n, sh.cols, rng);
@@ -236,10 +238,18 @@ TEST_CASE("bf16 matmul: every ISA and kernel bitwise equals the reference order,
                 CAPTURE(sh.rows);
                 CAPTURE(sh.cols);
                 CAPTURE(sh.n);
-                const auto y = run(x.data(), sh.n, w.m, pool);
-                std::size_t bad = 0;
-                for (std::size_t i = 0; i < y.size(); ++i) bad += bits_of(y[i]) != bits_of(want[i]);
-                CHECK(bad == 0);
+                // One row: both decode orders (bf16_decode_interleave_active).
+                const bool saved_interleave = cpu::bf16_decode_interleave_active();
+                for (bool interleave : {false, true}) {
+                    if (sh.n != 1 && interleave != saved_interleave) continue;
+                    cpu::set_bf16_decode_interleave(interleave);
+                    CAPTURE(interleave);
+                    const auto y = run(x.data(), sh.n, w.m, pool);
+                    std::size_t bad = 0;
+                    for (std::size_t i = 0; i < y.size(); ++i) bad += bits_of(y[i]) != bits_of(want[i]);
+                    CHECK(bad == 0);
+                }
+                cpu::set_bf16_decode_interleave(saved_interleave);
             }
         }
     }

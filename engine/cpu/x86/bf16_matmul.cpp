@@ -71,7 +71,35 @@ struct TileRange {
     bool first, last;             // slice starts / ends the row
     float* y;                     // output of (first activation row, first weight row)
     std::int64_t ys;              // elements between output rows
+    std::int64_t yo = 1;          // elements between the outputs of two weight rows
 };
+
+// Decode (one activation row) over weight rows [begin, end): the rows in NR contiguous
+// parts, a tile of NR taking the next row of each, so each of its NR streams runs on through
+// memory (rows are contiguous) — instead of NR short streams a tile sharing pages, which
+// Zen 3's prefetchers follow badly on 2 KB rows ([32000 × 1024] read at 23 -> 27-32 GB/s,
+// [1024 × 1024] 20-23 -> 27-29; where it runs: bf16_decode_interleave_active). run() runs
+// one full tile; returns the first row left over (fewer than NR), for the contiguous order.
+template <int NR, class Run>
+inline std::int64_t interleaved_tiles(TileRange& t, const Matrix& w, std::int64_t begin, std::int64_t end, float* y,
+                                      Run run) {
+    const std::int64_t q = (end - begin) / NR;
+    if (q == 0) return begin;
+    t.ws = q * w.row_stride;
+    t.yo = q;
+    t.c0 = 0;
+    t.c1 = t.chunks;
+    t.first = t.last = true;
+    for (std::int64_t i = 0; i < q; ++i) {
+        t.w = reinterpret_cast<const std::uint16_t*>(w.row(begin + i));
+        t.wnext = i + 1 < q ? t.w + w.row_stride : t.w;
+        t.y = y + begin + i;
+        run();
+    }
+    t.ws = w.row_stride;
+    t.yo = 1;
+    return begin + q * NR;
+}
 
 // The streaming order (few activation rows, one tile of them): weight rows [begin, end) in
 // tiles of nr_max, each read once from memory; run(nr) runs one.
@@ -208,7 +236,7 @@ INKLING_AVX2 void tile_avx2(const Tile2& t) {
 #pragma GCC unroll 8
         for (int o = 0; o < NR; ++o) {
             if (t.last) {
-                t.y[s * t.ys + o] = finish8_avx2(_mm256_add_ps(acc[0][s][o], acc[1][s][o]));
+                t.y[s * t.ys + o * t.yo] = finish8_avx2(_mm256_add_ps(acc[0][s][o], acc[1][s][o]));
             } else {
                 _mm256_store_ps(t.part[s * NR + o].v, acc[0][s][o]);
                 _mm256_store_ps(t.part[s * NR + o].v + 8, acc[1][s][o]);
@@ -308,6 +336,8 @@ void rows_avx2(const Matrix& w, const Bf16Activations& x, std::int64_t begin, st
         const std::int64_t nr_max = n == 1 ? kAvx2GemvNR : n <= kAvx2FewMR ? kAvx2FewNR : 1;
         t.x = x.f32.data();
         t.tail_cols = last_cols == kChunk ? 0 : last_cols;
+        if (n == 1 && bf16_decode_interleave_active())
+            begin = interleaved_tiles<kAvx2GemvNR>(t, w, begin, end, y, [&] { One::get(1, kAvx2GemvNR)(t); });
         streamed_tiles(t, w, begin, end, nr_max, y, [&](std::int64_t nr) {
             (n == 1 ? One::get(1, nr) : n <= kAvx2FewMR ? Few::get(n, nr) : Wide::get(n, 1))(t);
         });
@@ -416,7 +446,7 @@ INKLING_AVX512_BF16 inline void step_dot(__m512 (&acc)[MR][NR], const Tile& t, s
     if (t.masked_last) STEP<MR, NR, false, false>(acc, t, t.c1 - 1, nullptr);                  \
     _Pragma("GCC unroll 8") for (int s = 0; s < MR; ++s)                                       \
         _Pragma("GCC unroll 8") for (int o = 0; o < NR; ++o) {                                 \
-        if (t.last) t.y[s * t.ys + o] = finish16(acc[s][o]);                                   \
+        if (t.last) t.y[s * t.ys + o * t.yo] = finish16(acc[s][o]);                            \
         else _mm512_store_ps(t.part[s * NR + o].v, acc[s][o]);                                 \
     }
 
@@ -466,6 +496,8 @@ void rows_avx512(const Matrix& w, const Bf16Activations& x, std::int64_t begin, 
         const std::int64_t nr_max = n == 1 ? kGemvNR : n <= kMR ? kNR : kWideNR;
         t.x = xrow(0);
         t.masked_last = last_cols != kChunk;
+        if (n == 1 && bf16_decode_interleave_active())
+            begin = interleaved_tiles<kGemvNR>(t, w, begin, end, y, [&] { One::get(1, kGemvNR)(t); });
         streamed_tiles(t, w, begin, end, nr_max, y, [&](std::int64_t nr) {
             (n == 1 ? One::get(1, nr) : n <= kMR ? Few::get(n, nr) : Wide::get(n, nr))(t);
         });
