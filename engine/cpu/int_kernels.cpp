@@ -77,86 +77,12 @@ using RowsFn = void (*)(const std::uint8_t*, const std::int8_t* const*, const Bl
 // ---- AVX2 ------------------------------------------------------------------------------
 #define INKLING_AVX2 __attribute__((target("avx2,fma")))
 
-// Eight vectors of eight int32 partial sums → one vector of their eight totals, in order.
-INKLING_AVX2 inline __m256i reduce8_avx2(const __m256i* p) {
-    const __m256i h01 = _mm256_hadd_epi32(p[0], p[1]), h23 = _mm256_hadd_epi32(p[2], p[3]);
-    const __m256i h45 = _mm256_hadd_epi32(p[4], p[5]), h67 = _mm256_hadd_epi32(p[6], p[7]);
-    const __m256i a = _mm256_hadd_epi32(h01, h23), b = _mm256_hadd_epi32(h45, h67);
-    return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
-}
-
 // The tree of the pattern from h = 8 on: `h8` holds acc[i] + acc[i + 8], i < 8.
 INKLING_AVX2 inline float finish8_avx2(__m256 h8) {
     const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
     const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
     return _mm_cvtss_f32(_mm_add_ss(h2, _mm_movehdup_ps(h2)));
 }
-
-// int8 × int8 block: |w|·sign(x, w) keeps maddubs' 16-bit pair sums below saturation
-// (2·127·127 < 32767).
-struct I8Avx2 {
-    const std::int8_t* w;
-    const std::int8_t* x;
-    static constexpr int kShift = 0;  // no offset to take back
-    INKLING_AVX2 __m256i block(std::int64_t b) const {
-        if (b % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(w + b * kB) + kPrefetch, _MM_HINT_T0);
-        const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + b * kB));
-        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + b * kB));
-        const __m256i m = _mm256_maddubs_epi16(_mm256_abs_epi8(wv), _mm256_sign_epi8(xv, wv));
-        return _mm256_madd_epi16(m, _mm256_set1_epi16(1));
-    }
-};
-
-// int4 block: nibble ^ 8 is q + 8 ∈ [0, 15] (unsigned), so maddubs gives Σ (q+8)·x and the
-// block's Σx·8 is taken back afterwards. `x` is in the q4 order (low nibbles, then high).
-struct Q4Avx2 {
-    const std::uint8_t* w;
-    const std::int8_t* x;
-    static constexpr int kShift = 3;  // offset 8
-    INKLING_AVX2 __m256i block(std::int64_t b) const {
-        if (b % 4 == 0) _mm_prefetch(reinterpret_cast<const char*>(w + b * kB / 2) + kPrefetch, _MM_HINT_T0);
-        const __m128i wb = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + b * kB / 2)),
-                                         _mm_set1_epi8(static_cast<char>(0x88)));
-        const __m256i z = _mm256_inserti128_si256(_mm256_castsi128_si256(wb), _mm_srli_epi16(wb, 4), 1);
-        const __m256i u = _mm256_and_si256(z, _mm256_set1_epi8(0x0f));
-        const __m256i m = _mm256_maddubs_epi16(u, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + b * kB)));
-        return _mm256_madd_epi16(m, _mm256_set1_epi16(1));
-    }
-};
-
-template <class K>
-INKLING_AVX2 float dot_avx2(const K& kern, const Blocks& k) {
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    __m256i p[8];
-    std::int64_t b = 0;
-    for (; b + 8 <= k.n; b += 8) {
-#pragma GCC unroll 8
-        for (int j = 0; j < 8; ++j) p[j] = kern.block(b + j);
-        __m256i isum = reduce8_avx2(p);
-        if (K::kShift)
-            isum = _mm256_sub_epi32(
-                isum, _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(k.xsums + b)), K::kShift));
-        const __m256 d = _mm256_mul_ps(_mm256_loadu_ps(k.sw + b), _mm256_loadu_ps(k.sx + b));
-        __m256& a = acc[(b / 8) % 2];
-        a = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum), a);
-    }
-    if (b < k.n) {
-        const std::int64_t n = k.n - b;
-        for (int j = 0; j < 8; ++j) p[j] = j < n ? kern.block(b + j) : _mm256_setzero_si256();
-        const __m256i mask =
-            _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        __m256i isum = reduce8_avx2(p);
-        if (K::kShift)
-            isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_maskload_epi32(k.xsums + b, mask), K::kShift));
-        const __m256 d = _mm256_mul_ps(_mm256_maskload_ps(k.sw + b, mask), _mm256_maskload_ps(k.sx + b, mask));
-        __m256& a = acc[(b / 8) % 2];
-        a = _mm256_blendv_ps(a, _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum), a), _mm256_castsi256_ps(mask));
-    }
-    return finish8_avx2(_mm256_add_ps(acc[0], acc[1]));
-}
-
-float dot_i8_avx2(const std::int8_t* w, const std::int8_t* x, const Blocks& k) { return dot_avx2(I8Avx2{w, x}, k); }
-float dot_q4_avx2(const std::uint8_t* w, const std::int8_t* x, const Blocks& k) { return dot_avx2(Q4Avx2{w, x}, k); }
 
 INKLING_AVX2 void unpack_q4_avx2(const std::uint8_t* w, std::int64_t padded, std::int8_t* out) {
     const __m128i low = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(8);
@@ -170,10 +96,11 @@ INKLING_AVX2 void unpack_q4_avx2(const std::uint8_t* w, std::int64_t padded, std
     }
 }
 
-// The multi-row AVX2 kernels: one weight row against R activation rows, each block of
-// weights loaded and prepared once (int8: |w| and the signs; int4: the unsigned nibbles)
-// and met by every row. Each row's block sums and float part are dot_avx2's, in its order
-// (the integer tree of reduce8_avx2, then one fma per 8 blocks into acc[(b / 8) % 2]).
+// The AVX2 kernels: one weight row against R activation rows (R = 1 at decode), each block of
+// weights loaded and prepared once and met by every row. A row's 8 blocks a step become
+// their 8 exact sums in block order (hadd tree), then one fma into acc[(b / 8) % 2] — lanes
+// i < 8 of the two vectors are the pattern's acc[i] and acc[i + 8].
+// int8: |w|·sign(x, w) keeps maddubs' 16-bit pair sums below saturation (2·127·127 < 32767).
 template <bool RowScale>
 struct I8Avx2Rows {
     const std::int8_t* w;
@@ -193,9 +120,11 @@ struct I8Avx2Rows {
     }
 };
 
+// int4: nibble ^ 8 is q + 8 ∈ [0, 15] (unsigned), so maddubs gives Σ (q+8)·x and the
+// block's Σx·8 is taken back afterwards. `x` is in the q4 order (low nibbles, then high).
 struct Q4Avx2Rows {
     const std::uint8_t* w;
-    static constexpr int kShift = 3;  // offset 8, as Q4Avx2
+    static constexpr int kShift = 3;  // offset 8
     static constexpr bool kRowScale = false;
     struct Prep {
         __m256i u;
@@ -213,8 +142,8 @@ struct Q4Avx2Rows {
     }
 };
 
-// Blocks [b, b + 4) of every row, through the first two levels of reduce8_avx2's tree: h[r]
-// = hadd(hadd(p0, p1), hadd(p2, p3)). Unless `Full`, blocks at or past `n` count as zero sums.
+// Blocks [b, b + 4) of every row, through the first two levels of the tree: h[r] =
+// hadd(hadd(p0, p1), hadd(p2, p3)). Unless `Full`, blocks at or past `n` count as zero sums.
 template <class K, int R, bool Full>
 INKLING_AVX2 inline void quad_avx2(const K& kern, const std::int8_t* const* x, std::int64_t b, std::int64_t n,
                                    __m256i* h) {
@@ -292,6 +221,17 @@ constexpr RowsFn kI8RowScaleRowsAvx2[] = {rows_i8_avx2<1, true>, rows_i8_avx2<2,
                                           rows_i8_avx2<4, true>};
 constexpr RowsFn kQ4RowsAvx2[] = {rows_q4_avx2<1>, rows_q4_avx2<2>, rows_q4_avx2<3>, rows_q4_avx2<4>};
 
+float dot_i8_avx2(const std::int8_t* w, const std::int8_t* x, const Blocks& k) {
+    float out;
+    rows_i8_avx2<1>(reinterpret_cast<const std::uint8_t*>(w), &x, &k, &out);
+    return out;
+}
+float dot_q4_avx2(const std::uint8_t* w, const std::int8_t* x, const Blocks& k) {
+    float out;
+    rows_q4_avx2<1>(w, &x, &k, &out);
+    return out;
+}
+
 // ---- AVX-512 VNNI ----------------------------------------------------------------------
 #define INKLING_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma")))
 
@@ -333,7 +273,7 @@ struct I8Vnni {
 };
 
 // int4 (32 bytes a pair): 128-bit lanes [block b low nibbles, its high nibbles, block b+1
-// low, high] for activations in the q4 order; nibble ^ 8 = q + 8 as in Q4Avx2. Expanded
+// low, high] for activations in the q4 order; nibble ^ 8 = q + 8 as in Q4Avx2Rows. Expanded
 // once per pair whatever the number of activation rows it meets.
 struct Q4Vnni {
     const std::uint8_t* w;

@@ -297,7 +297,7 @@ INKLING_AVX2 void tile_halves_avx2(const Tile2& t) {
     for (int s = 0; s < MR; ++s)
 #pragma GCC unroll 8
         for (int o = 0; o < NR; ++o)
-            t.y[s * t.ys + o] =
+            t.y[s * t.ys + o * t.yo] =
                 finish8_avx2(_mm256_add_ps(_mm256_load_ps(t.part[s * NR + o].v), _mm256_load_ps(t.part[s * NR + o].v + 8)));
 }
 
