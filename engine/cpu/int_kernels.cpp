@@ -512,6 +512,79 @@ INKLING_VNNI void quantize_vnni(const float* x, std::int64_t rows, std::int64_t 
         }
 }
 
+// The same quantizer on AVX2 (the AVX2 kernels' activations, and AVX-512 without VNNI):
+// the values quant::quantize_activations gives bit for bit, by the steps quantize_vnni takes.
+INKLING_AVX2 void quantize_avx2(const float* x, std::int64_t rows, std::int64_t cols, quant::QuantizedActivations& out,
+                                std::int8_t* q4) {
+    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f), limit = _mm256_set1_ps(127.0f);
+    const __m256 neg_limit = _mm256_set1_ps(-127.0f);
+    const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u)));
+    const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    // packs leave 4-byte groups in the order (0, 4, 1, 5, 2, 6, 3, 7) of the block's eight
+    const __m256i unpack = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    // Within each 16-byte lane: its even bytes, then its odd ones.
+    const __m256i even_odd = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,  //
+                                              0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t b = 0; b < out.blocks; ++b) {
+            const std::int64_t begin = b * kB, n = std::min(cols, begin + kB) - begin;
+            const float* src = x + r * cols + begin;
+            const std::size_t at = static_cast<std::size_t>(r * out.padded + begin);
+            __m256 v[4];
+            for (int i = 0; i < 4; ++i) {
+                const std::int64_t left = std::clamp<std::int64_t>(n - 8 * i, 0, 8);
+                if (left == 8) {
+                    v[i] = _mm256_loadu_ps(src + 8 * i);
+                } else {
+                    // Lanes past the row's end read as 0 (never loaded).
+                    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+                    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(left)), lane);
+                    v[i] = left > 0 ? _mm256_maskload_ps(src + 8 * i, mask) : _mm256_setzero_ps();
+                }
+            }
+            // max(|v|, m) keeps m where |v| is NaN (maxps returns its second operand then), as
+            // std::max(m, |v|) does.
+            __m256 mx = _mm256_setzero_ps();
+            for (int i = 0; i < 4; ++i) mx = _mm256_max_ps(_mm256_and_ps(v[i], magnitude), mx);
+            __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+            m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+            m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+            const float scale = _mm_cvtss_f32(m4) / 127.0f;
+            const std::size_t sb = static_cast<std::size_t>(r * out.blocks + b);
+            out.scales[sb] = scale;
+            if (scale == 0.0f) {
+                out.sums[sb] = 0;  // q stays 0 (cleared), q4 likewise
+                continue;
+            }
+            const __m256 sv = _mm256_set1_ps(scale);
+            __m256i q[4];
+            for (int i = 0; i < 4; ++i) {
+                const __m256 d = _mm256_div_ps(v[i], sv);
+                __m256 t = _mm256_round_ps(d, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+                // Ties (and beyond) away from zero: t ± 1 where |d − t| ≥ 0.5 (d − t is exact).
+                const __m256 away = _mm256_cmp_ps(_mm256_and_ps(_mm256_sub_ps(d, t), magnitude), half, _CMP_GE_OQ);
+                const __m256 step = _mm256_or_ps(_mm256_and_ps(d, sign), one);
+                t = _mm256_add_ps(t, _mm256_and_ps(away, step));
+                t = _mm256_min_ps(_mm256_max_ps(t, neg_limit), limit);  // NaN → -127
+                q[i] = _mm256_cvtps_epi32(t);
+            }
+            const __m256i s01 = _mm256_add_epi32(q[0], q[1]), s23 = _mm256_add_epi32(q[2], q[3]);
+            const __m256i s8 = _mm256_add_epi32(s01, s23);
+            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+            out.sums[sb] = _mm_cvtsi128_si32(s4);
+            const __m256i bytes = _mm256_permutevar8x32_epi32(
+                _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3])), unpack);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.q.data() + at), bytes);
+            if (q4) {
+                // q4 order: the block's even values, then its odd ones.
+                const __m256i split = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(bytes, even_odd), 0xd8);
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(q4 + at), split);
+            }
+        }
+}
+
 #endif  // __x86_64__
 
 // ---- dispatch ----------------------------------------------------------------------------
@@ -599,7 +672,10 @@ void prepare_int_activations(Isa isa, bool q4_order, const float* x, std::int64_
     const IntKernels k = int_kernels_for(isa);
     out.q4.clear();
 #if defined(__x86_64__)
-    if (isa == Isa::Avx512 && has_avx512_vnni()) {  // the quantizer of the VNNI kernels' ISA
+    // The vectorized quantizers: VNNI's for its kernels, AVX2's for the AVX2 ones (AVX-512
+    // without VNNI runs those too). q4 order where the kernels read it.
+    const bool vnni = isa == Isa::Avx512 && has_avx512_vnni();
+    if (vnni || isa == Isa::Avx2 || isa == Isa::Avx512) {
         quant::QuantizedActivations& a = out.a;
         a.rows = rows;
         a.cols = cols;
@@ -608,8 +684,9 @@ void prepare_int_activations(Isa isa, bool q4_order, const float* x, std::int64_
         a.q.assign(static_cast<std::size_t>(rows * a.padded), 0);
         a.scales.resize(static_cast<std::size_t>(rows * a.blocks));
         a.sums.resize(static_cast<std::size_t>(rows * a.blocks));
-        if (q4_order) out.q4.assign(a.q.size(), 0);
-        quantize_vnni(x, rows, cols, a, q4_order ? out.q4.data() : nullptr);
+        const bool q4 = q4_order && k.q4_order;
+        if (q4) out.q4.assign(a.q.size(), 0);
+        (vnni ? quantize_vnni : quantize_avx2)(x, rows, cols, a, q4 ? out.q4.data() : nullptr);
         return;
     }
 #endif

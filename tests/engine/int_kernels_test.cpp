@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "engine/cpu/int_kernels.h"
 #include "engine/cpu/kernels.h"
@@ -206,8 +208,12 @@ TEST_CASE("row_f32 of int8 and int4 rows (embedding lookups) dequantizes exactly
 }
 
 TEST_CASE("vectorized activation quantization gives quantize_activations' values and q4 order bit for bit") {
-    if (!cpu::has_avx512_vnni()) {
-        MESSAGE("no AVX-512 VNNI: the activations are quantized by the scalar code here");
+    // The vectorized quantizers this CPU runs: AVX2's, and AVX-512 VNNI's where it has it.
+    std::vector<cpu::Isa> vectorized;
+    for (cpu::Isa isa : {cpu::Isa::Avx2, cpu::Isa::Avx512})
+        if (cpu::isa_supported(isa) && cpu::int_kernel_name(isa) != std::string("scalar")) vectorized.push_back(isa);
+    if (vectorized.empty()) {
+        MESSAGE("no AVX2: the activations are quantized by the scalar code here");
         return;
     }
     std::mt19937 rng(16);
@@ -227,16 +233,34 @@ TEST_CASE("vectorized activation quantization gives quantize_activations' values
         for (std::int64_t i = 0; i < cols; ++i) x[static_cast<std::size_t>(3 * cols + i)] = -std::fabs(x[static_cast<std::size_t>(3 * cols + i)]);
         x[static_cast<std::size_t>(4 * cols)] = NAN;
         if (cols > 2) x[static_cast<std::size_t>(4 * cols + 2)] = INFINITY;
-        cpu::IntActivations vec, ref;
-        cpu::prepare_int_activations(cpu::Isa::Avx512, true, x.data(), rows, cols, vec);
-        cpu::prepare_int_activations(cpu::Isa::Avx2, true, x.data(), rows, cols, ref);  // scalar quantizer
-        CHECK(vec.a.rows == ref.a.rows);
-        CHECK(vec.a.padded == ref.a.padded);
-        CHECK(vec.a.q == ref.a.q);
-        CHECK(vec.a.sums == ref.a.sums);
-        CHECK(vec.q4 == ref.q4);
-        REQUIRE(vec.a.scales.size() == ref.a.scales.size());
-        CHECK(std::memcmp(vec.a.scales.data(), ref.a.scales.data(), vec.a.scales.size() * sizeof(float)) == 0);
+        // The reference: the scalar quantizer, and the q4 order (each block's even values,
+        // then its odd ones) taken from it here.
+        quant::QuantizedActivations ref;
+        quant::quantize_activations(x.data(), rows, cols, ref);
+        std::vector<std::int8_t> ref_q4(ref.q.size());
+        for (std::size_t b = 0; b < ref.q.size(); b += 32)
+            for (std::size_t i = 0; i < 16; ++i) {
+                ref_q4[b + i] = ref.q[b + 2 * i];
+                ref_q4[b + 16 + i] = ref.q[b + 2 * i + 1];
+            }
+        for (cpu::Isa isa : vectorized) {
+            std::string isa_text = cpu::int_kernel_name(isa);
+            CAPTURE(isa_text);
+            cpu::IntActivations vec;
+            cpu::prepare_int_activations(isa, true, x.data(), rows, cols, vec);
+            CHECK(vec.a.rows == ref.rows);
+            CHECK(vec.a.padded == ref.padded);
+            CHECK(vec.a.q == ref.q);
+            CHECK(vec.a.sums == ref.sums);
+            CHECK(std::vector<std::int8_t>(vec.q4.begin(), vec.q4.end()) == ref_q4);
+            REQUIRE(vec.a.scales.size() == ref.scales.size());
+            CHECK(std::memcmp(vec.a.scales.data(), ref.scales.data(), ref.scales.size() * sizeof(float)) == 0);
+            // Without the q4 order: the same values, no q4 copy.
+            cpu::IntActivations plain;
+            cpu::prepare_int_activations(isa, false, x.data(), rows, cols, plain);
+            CHECK(plain.a.q == ref.q);
+            CHECK(plain.q4.empty());
+        }
     }
 }
 
