@@ -44,14 +44,15 @@ struct alignas(64) Lane16 {
 // chunk's first 16 weights, lanes 8-15 from the last 16), so a tile of MR × NR holds 2·MR·NR
 // accumulators. Shapes (measured on AMD Zen 3, docs/performance.md): one activation row
 // against 4 weight rows (4 streams in flight, 8 independent FMA chains: the one-row kernel
-// with 2 chains was latency-bound); 2-3 rows × 2 weight rows and 4-6 rows × 1 while the
-// weights stream once; from 7 rows on, 3 × 3 tiles over L2 blocks of weight rows, one half of
-// the lanes at a time (below).
+// with 2 chains was latency-bound); 2-3 rows × 2 weight rows and 4-8 rows × 1 while the
+// weights stream once (7-8 rows so took 0.75-0.9x the time of the blocked tiles on 1024 × 1024
+// and 1024 × 2048, as fast on 32000 × 1024: a batched decode step's shapes); from 9 rows on,
+// 3 × 3 tiles over L2 blocks of weight rows, one half of the lanes at a time (below).
 #define INKLING_AVX2 __attribute__((target("avx2,fma")))
 
 constexpr int kAvx2MR = 3, kAvx2NR = 3;           // the blocked tile (9 accumulators of one half)
 constexpr int kAvx2GemvNR = 4;                    // weight rows against one activation row
-constexpr int kAvx2FewMR = 3, kAvx2FewNR = 2, kAvx2WideMR = 6;  // streaming: ≤ 3 rows × 2, ≤ 6 rows × 1
+constexpr int kAvx2FewMR = 3, kAvx2FewNR = 2, kAvx2WideMR = 8;  // streaming: ≤ 3 rows × 2, ≤ 8 rows × 1
 constexpr std::int64_t kAvx2L1Bytes = 12 << 10;   // an activation tile's chunk slice
 constexpr std::int64_t kAvx2L2Bytes = 256 << 10;  // a block of weight rows (Zen 3 has 512 KB of L2)
 // Chunks prefetched ahead in each streamed row (the last ones: in the next tile's rows). On
