@@ -74,6 +74,15 @@ constexpr std::int64_t kLanes = 16;
 using RowsFn = void (*)(const std::uint8_t*, const std::int8_t* const*, const Blocks*, float*);
 
 #if defined(__x86_64__)
+// The one-row entry (IntKernels::dot_*) of a kernel set whose multi-row kernel takes R = 1:
+// that kernel on one row. W is the weights' element type (int8, or packed int4 bytes).
+template <RowsFn One, class W>
+float one_row(const W* w, const std::int8_t* x, const Blocks& k) {
+    float out;
+    One(reinterpret_cast<const std::uint8_t*>(w), &x, &k, &out);
+    return out;
+}
+
 // ---- AVX2 ------------------------------------------------------------------------------
 #define INKLING_AVX2 __attribute__((target("avx2,fma")))
 
@@ -221,17 +230,6 @@ constexpr RowsFn kI8RowScaleRowsAvx2[] = {rows_i8_avx2<1, true>, rows_i8_avx2<2,
                                           rows_i8_avx2<4, true>};
 constexpr RowsFn kQ4RowsAvx2[] = {rows_q4_avx2<1>, rows_q4_avx2<2>, rows_q4_avx2<3>, rows_q4_avx2<4>};
 
-float dot_i8_avx2(const std::int8_t* w, const std::int8_t* x, const Blocks& k) {
-    float out;
-    rows_i8_avx2<1>(reinterpret_cast<const std::uint8_t*>(w), &x, &k, &out);
-    return out;
-}
-float dot_q4_avx2(const std::uint8_t* w, const std::int8_t* x, const Blocks& k) {
-    float out;
-    rows_q4_avx2<1>(w, &x, &k, &out);
-    return out;
-}
-
 // ---- AVX-512 VNNI ----------------------------------------------------------------------
 #define INKLING_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma")))
 
@@ -364,17 +362,6 @@ void rows_i8_vnni(const std::uint8_t* w, const std::int8_t* const* x, const Bloc
 template <int R>
 void rows_q4_vnni(const std::uint8_t* w, const std::int8_t* const* x, const Blocks* k, float* out) {
     dot_vnni_rows<Q4Vnni, R>(Q4Vnni{w}, x, k, out);
-}
-
-float dot_i8_vnni(const std::int8_t* w, const std::int8_t* x, const Blocks& k) {
-    float out;
-    rows_i8_vnni<1>(reinterpret_cast<const std::uint8_t*>(w), &x, &k, &out);
-    return out;
-}
-float dot_q4_vnni(const std::uint8_t* w, const std::int8_t* x, const Blocks& k) {
-    float out;
-    rows_q4_vnni<1>(w, &x, &k, &out);
-    return out;
 }
 
 constexpr RowsFn kI8Rows[] = {rows_i8_vnni<1>, rows_i8_vnni<2>, rows_i8_vnni<3>, rows_i8_vnni<4>};
@@ -614,12 +601,29 @@ IntKernels int_kernels_for(Isa isa) {
 #if defined(__x86_64__)
     static const bool vnni = has_avx512_vnni();
     if (isa == Isa::Avx512 && vnni)
-        return {dot_i8_vnni, dot_q4_vnni, unpack_q4_avx2, true, kI8Rows, kI8RowScaleRows, kQ4Rows, nullptr, nullptr,
+        return {one_row<rows_i8_vnni<1>, std::int8_t>,
+                one_row<rows_q4_vnni<1>, std::uint8_t>,
+                unpack_q4_avx2,
+                true,
+                kI8Rows,
+                kI8RowScaleRows,
+                kQ4Rows,
+                nullptr,
+                nullptr,
                 lanes_vnni,
                 "avx512-vnni"};
     if (isa == Isa::Avx2 || isa == Isa::Avx512)
-        return {dot_i8_avx2, dot_q4_avx2, unpack_q4_avx2, true, kI8RowsAvx2, kI8RowScaleRowsAvx2, kQ4RowsAvx2,
-                nullptr, nullptr, nullptr, "avx2"};
+        return {one_row<rows_i8_avx2<1>, std::int8_t>,
+                one_row<rows_q4_avx2<1>, std::uint8_t>,
+                unpack_q4_avx2,
+                true,
+                kI8RowsAvx2,
+                kI8RowScaleRowsAvx2,
+                kQ4RowsAvx2,
+                nullptr,
+                nullptr,
+                nullptr,
+                "avx2"};
 #elif defined(__aarch64__)
     // (engine/cpu/arm64/int_kernels.h; a level this build could not compile is never the
     // active ISA: arm64::best_isa stops below it.)
