@@ -392,6 +392,23 @@ INKLING_AVX512 inline void step_fma(__m512 (&acc)[MR][NR], const Tile& t, std::i
     const float* x = static_cast<const float*>(t.x) + c * kChunk;
     const std::uint16_t* w = t.w + c * kChunk;
     const __mmask32 cols = Full ? ~__mmask32{0} : t.tail;
+    if constexpr (MR == 1 && Full) {
+        // One activation row (decode): each weight row's chunk loaded once, its odd words
+        // kept in place by an AND and its even ones shifted up — the same two f32 vectors as
+        // below, from one load instead of a masked and a plain one (at n = 1 the loads, not
+        // the FMAs, are what this tile issues most). Each accumulator still takes its odd
+        // product, then its even one.
+        const __m512i upper = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+        const __m512 xo = _mm512_loadu_ps(x), xe = _mm512_loadu_ps(x + 16);
+#pragma GCC unroll 8
+        for (int o = 0; o < NR; ++o) {
+            if (Prefetch) _mm_prefetch(reinterpret_cast<const char*>(pf + o * t.ws), kPrefetchHint);
+            const __m512i raw = _mm512_loadu_si512(w + o * t.ws);
+            acc[0][o] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(raw, upper)), xo, acc[0][o]);
+            acc[0][o] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(raw, 16)), xe, acc[0][o]);
+        }
+        return;
+    }
     __m512 wv[NR];
 #pragma GCC unroll 8
     for (int o = 0; o < NR; ++o) {
