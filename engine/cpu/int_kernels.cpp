@@ -284,11 +284,15 @@ struct Q4Vnni {
     const std::uint8_t* w;
     static constexpr int kShift = 3;
     static constexpr bool kRowScale = false;
+    // Three operations a pair: each block's 16 bytes into two 128-bit lanes (one qword
+    // permute), the second of each shifted down a nibble, then (z & 0x0f) ^ 8 in one
+    // ternary-logic op (0x6a = (A & B) ^ C). Five before (xor, shift, insert, lane shuffle,
+    // and) — at n = 1 int4 is bound by these, not by memory (docs/performance.md, session 13).
     INKLING_VNNI static __m512i expand(__m256i wb) {
-        wb = _mm256_xor_si256(wb, _mm256_set1_epi8(static_cast<char>(0x88)));
-        __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(wb), _mm256_srli_epi16(wb, 4), 1);
-        z = _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0));
-        return _mm512_and_si512(z, _mm512_set1_epi8(0x0f));
+        const __m512i lanes = _mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3);
+        __m512i z = _mm512_permutexvar_epi64(lanes, _mm512_castsi256_si512(wb));
+        z = _mm512_mask_srli_epi16(z, 0xff00ff00u, z, 4);
+        return _mm512_ternarylogic_epi32(z, _mm512_set1_epi8(0x0f), _mm512_set1_epi8(0x08), 0x6a);
     }
     INKLING_VNNI __m512i pair(std::int64_t b) const {
         if (b % 4 == 0) _mm_prefetch(reinterpret_cast<const char*>(w + b * kB / 2) + kPrefetch, _MM_HINT_T0);
