@@ -26,8 +26,9 @@ constexpr std::int64_t kPrefetch = 2048;
 // and into L2, not L1: L2 tracks more misses than L1's fill buffers, so more of the stream is
 // in flight. `inkling bench --kernels`, 2 threads, int8 n = 1 against the read loop (T0 at
 // 2 KB -> T1 at 4 KB, runs alternating): AMD Zen 4 0.61-0.71 -> 0.82-0.96, the Intel Xeon of
-// the GPU machine 0.70-0.73 -> 0.78-0.82 (16 threads: 0.85 -> 0.96). int4 moved within the
-// noise either way on both (its stream is half as many bytes a block) and keeps T0 at 2 KB.
+// the GPU machine 0.70-0.73 -> 0.78-0.82 (at 16 threads within that machine's noise). int4
+// moved within the noise either way (its stream is half as many bytes a block) and keeps T0
+// at 2 KB.
 constexpr std::int64_t kPrefetchI8Vnni = 4096;
 
 
@@ -287,7 +288,8 @@ struct Q4Vnni {
     // Three operations a pair: each block's 16 bytes into two 128-bit lanes (one qword
     // permute), the second of each shifted down a nibble, then (z & 0x0f) ^ 8 in one
     // ternary-logic op (0x6a = (A & B) ^ C). Five before (xor, shift, insert, lane shuffle,
-    // and) — at n = 1 int4 is bound by these, not by memory (docs/performance.md, session 13).
+    // and): at n = 1 int4 is compute-bound on Zen 4, 18-21 GB/s a core (docs/performance.md,
+    // session 13).
     INKLING_VNNI static __m512i expand(__m256i wb) {
         const __m512i lanes = _mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3);
         __m512i z = _mm512_permutexvar_epi64(lanes, _mm512_castsi256_si512(wb));
