@@ -65,7 +65,8 @@ constexpr cli::Option kOptions[] = {
      .commands = "run, serve, eval, info, bench"},
     {.name = "numerics", .value_name = "MODE", .default_doc = "exact",
      .doc = "products with bf16 weights: exact (f32 activations) or bf16 (activations rounded to bf16 first, as "
-            "transformers' bf16 mode; docs/performance.md)",
+            "transformers' bf16 mode; on AMD Zen 4 it runs AVX-512 BF16 dot products, 1.3-1.9x faster prefill; "
+            "docs/performance.md)",
      .commands = "run, serve, eval, info, bench"},
     // serve
     {.name = "slots", .type = Type::Int, .value_name = "N", .default_value = "4",
