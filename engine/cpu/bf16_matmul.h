@@ -73,8 +73,9 @@ void set_bf16_dot_product(bool on);
 // Whether a one-row product (decode) on x86 takes each thread's weight rows in 4 (AVX2) or 8
 // (AVX-512) contiguous parts, a tile holding the next row of each, so that every stream runs on
 // through memory; otherwise a tile holds adjacent rows (streams of one row each, sharing
-// pages). Same bits either way. Default: on AMD CPUs (Zen 3: decode 0.46 -> 0.73-0.84 of the
-// read loop on the mid model), off elsewhere (Intel Sapphire Rapids read 5-10 % slower so).
+// pages). Same bits either way. Default: on AMD CPUs (mid-model decode against the read loop:
+// Zen 3 0.46 -> 0.73-0.84, Zen 4 0.48-0.55 -> 0.72-0.76), off elsewhere (Intel Sapphire Rapids
+// read 5-10 % slower so).
 // For benchmarks and tests.
 bool bf16_decode_interleave_active();
 void set_bf16_decode_interleave(bool on);
