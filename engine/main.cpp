@@ -398,7 +398,8 @@ int cmd_serve(const cxxopts::ParseResult& args) {
 int cmd_bench_kernels(const cxxopts::ParseResult& args) {
     inkling::cpu::ThreadPool pool(args["threads"].as<unsigned>());
     const auto mb = args["kernel-mb"].as<std::size_t>();
-    std::cout << inkling::bench::bench_kernels(pool, mb << 20).dump(2) << "\n";
+    const auto shape = inkling::bench::parse_kernel_shape(args["kernel-shape"].as<std::string>());
+    std::cout << inkling::bench::bench_kernels(pool, mb << 20, shape).dump(2) << "\n";
     return 0;
 }
 

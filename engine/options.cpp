@@ -12,7 +12,7 @@ constexpr cli::Command kCommands[] = {
     {"eval", "inkling eval --model DIR (--text FILE | --ids 1,2,3) [--ctx WINDOW]"},
     {"info", "inkling info --model DIR"},
     {"bench", "inkling bench --model DIR [--prompt-tokens N] [--decode-tokens N]\n"
-              "inkling bench --kernels [--kernel-mb 256] [--threads N] [--isa ISA]\n"
+              "inkling bench --kernels [--kernel-mb 256] [--kernel-shape 14336x4096] [--threads N] [--isa ISA]\n"
               "inkling bench --device-kernels [--kernel-mb 256] [--vk-device N]"},
     {"convert", "inkling convert SRC DST [--experts int4|int8] [--dense keep|int8|int4g64] [--keep-audio]"},
 };
@@ -106,6 +106,10 @@ constexpr cli::Option kOptions[] = {
     {.name = "kernel-mb", .type = Type::Size, .value_name = "MIB", .default_value = "256",
      .doc = "--kernels: at least this many MiB of distinct matrices per format at n = 1 (make bench passes 1024, "
             "beyond any cache); --device-kernels: MiB copied",
+     .commands = "bench"},
+    {.name = "kernel-shape", .value_name = "ROWSxCOLS", .default_value = "14336x4096",
+     .doc = "--kernels: the weight matrices' shape, output rows x columns (e.g. 1024x1024, a small model's decode "
+            "products); ggml's figures are printed beside ours at the default shape only",
      .commands = "bench"},
     // converted models: the expert cache
     {.name = "cap", .type = Type::Int, .value_name = "N", .default_doc = "half the free RAM",

@@ -1,6 +1,7 @@
 #include "engine/bench/kernel_bench.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -22,9 +24,8 @@ namespace {
 
 using model::DType;
 
-// The shape of shared/specs/cpu-baselines.md: 4096 × 14336 weights (here 14336 output rows
-// of 4096 columns, an up projection of a 4096-wide model).
-constexpr std::int64_t kRows = 14336, kCols = 4096;
+// The default shape is shared/specs/cpu-baselines.md's: 4096 × 14336 weights (here 14336
+// output rows of 4096 columns, an up projection of a 4096-wide model).
 
 // Page-aligned memory on huge pages where the kernel offers them, first touched by the
 // pool's threads (the ones that read it).
@@ -45,20 +46,20 @@ struct Buffer {
     }
 };
 
-// A [kRows][kCols] matrix of `dtype` (Q4: groups of 32), its values random but valid: int8
+// A [rows][cols] matrix of `dtype` (Q4: groups of 32), its values random but valid: int8
 // in [-127, 127], scales positive and small, bf16 finite with |v| < 2.
 struct BenchMatrix {
     model::Matrix m;
     std::unique_ptr<Buffer> data, scales;
 };
 
-BenchMatrix make_matrix(DType dtype, cpu::ThreadPool& pool, std::uint64_t seed) {
+BenchMatrix make_matrix(DType dtype, KernelShape shape, cpu::ThreadPool& pool, std::uint64_t seed) {
     BenchMatrix b;
     model::Matrix& m = b.m;
     m.dtype = dtype;
-    m.rows = kRows;
-    m.cols = kCols;
-    m.row_stride = model::is_quantized(dtype) ? quant::padded_cols(kCols) : kCols;
+    m.rows = shape.rows;
+    m.cols = shape.cols;
+    m.row_stride = model::is_quantized(dtype) ? quant::padded_cols(shape.cols) : shape.cols;
     std::int64_t groups = 0;
     if (dtype == DType::I8) m.group = m.row_stride, groups = 1;
     if (dtype == DType::Q4) m.group = 32, groups = m.row_stride / 32;
@@ -153,7 +154,27 @@ struct Variant {
 
 }  // namespace
 
-nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes) {
+KernelShape parse_kernel_shape(const std::string& text) {
+    const auto bad = [&](const std::string& why) {
+        return std::runtime_error("--kernel-shape " + text + ": " + why + " (expected ROWSxCOLS, e.g. 1024x1024)");
+    };
+    const std::size_t x = text.find('x');
+    if (x == std::string::npos) throw bad("no 'x' between rows and columns");
+    const auto number = [&](const std::string& part, const char* what) {
+        std::int64_t v = 0;
+        const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+        if (part.empty() || ec != std::errc() || end != part.data() + part.size())
+            throw bad(std::string(what) + " '" + part + "' is not a whole number");
+        // 2^20 rows or columns is past any model's matrix; it keeps rows × cols × 512 in range.
+        if (v < 1 || v > (std::int64_t{1} << 20)) throw bad(std::string(what) + " must lie in 1..1048576");
+        return v;
+    };
+    return {number(text.substr(0, x), "rows"), number(text.substr(x + 1), "columns")};
+}
+
+nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes, KernelShape shape) {
+    // ggml was measured at the default shape only.
+    const bool baseline = shape == KernelShape{};
     // The yardstick is measured again right before and after each n = 1 figure, which is
     // divided by their mean: this VM's bandwidth moves within seconds.
     ReadBandwidth probe(std::size_t{2} << 30, pool.size());
@@ -165,9 +186,10 @@ nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes) {
     out["threads"] = pool.size();
     out["isa"] = cpu::isa_name(cpu::active_isa());
     out["memory_bandwidth_gb_s"] = bandwidth;
-    out["rows"] = kRows;
-    out["cols"] = kCols;
-    const GgmlSource& ggml = ggml_source(cpu::active_isa());
+    out["rows"] = shape.rows;
+    out["cols"] = shape.cols;
+    static const GgmlSource none{"none at this shape", {"", "", ""}, {"", "", ""}, {"", "", ""}};
+    const GgmlSource& ggml = baseline ? ggml_source(cpu::active_isa()) : none;
     out["ggml_source"] = ggml.label;
     std::fprintf(stderr,
                  "[bench] kernels on %s (%s, %u threads); read bandwidth %.2f GB/s (pinned read loop of the widest SIMD loads, 2 GiB)\n"
@@ -175,7 +197,7 @@ nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes) {
                  "bandwidth measured right before and after), n=64 and n=512 on one matrix (GFLOP/s)\n"
                  "[bench] %-18s %25s %8s %9s  | ggml (%s): n=1 x read loop, n=64, n=512\n",
                  out["cpu"].get<std::string>().c_str(), cpu::isa_name(cpu::active_isa()), pool.size(), bandwidth,
-                 static_cast<long long>(kRows), static_cast<long long>(kCols), static_cast<double>(weight_bytes) / 1e6,
+                 static_cast<long long>(shape.rows), static_cast<long long>(shape.cols), static_cast<double>(weight_bytes) / 1e6,
                  "weights", "n=1", "n=64", "n=512", ggml.label);
     std::vector<Variant> variants = {{"bf16 exact", DType::BF16, cpu::Numerics::Exact, false},
                                      {"bf16 bf16-act fma", DType::BF16, cpu::Numerics::Bf16, false}};
@@ -184,18 +206,18 @@ nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes) {
     variants.push_back({"int8", DType::I8, cpu::Numerics::Exact, false});
     variants.push_back({"int4 g32", DType::Q4, cpu::Numerics::Exact, false});
     const std::int64_t max_n = 512;
-    std::vector<float> x(static_cast<std::size_t>(max_n * kCols));
+    std::vector<float> x(static_cast<std::size_t>(max_n * shape.cols));
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i * 7919 % 2001) - 1000) / 500.0f;
-    std::vector<float> y(static_cast<std::size_t>(max_n * kRows));
+    std::vector<float> y(static_cast<std::size_t>(max_n * shape.rows));
     std::vector<BenchMatrix> mats;
     DType built = DType::F32;
     for (const Variant& v : variants) {
         if (mats.empty() || built != v.dtype) {
             mats.clear();
-            mats.push_back(make_matrix(v.dtype, pool, 0));
+            mats.push_back(make_matrix(v.dtype, shape, pool, 0));
             const std::size_t one = mats[0].m.bytes();
             const std::size_t copies = std::max<std::size_t>(1, (weight_bytes + one - 1) / one);
-            for (std::size_t c = 1; c < copies; ++c) mats.push_back(make_matrix(v.dtype, pool, c));
+            for (std::size_t c = 1; c < copies; ++c) mats.push_back(make_matrix(v.dtype, shape, pool, c));
             built = v.dtype;
         }
         cpu::set_numerics(v.numerics);
@@ -231,7 +253,7 @@ nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes) {
             cpu::matmul(x.data(), n, w, y.data(), pool);
             std::vector<double> t;
             for (int r = 0; r < repeats; ++r) t.push_back(seconds([&] { cpu::matmul(x.data(), n, w, y.data(), pool); }));
-            return 2.0 * static_cast<double>(kRows * kCols * n) / median(t) / 1e9;
+            return 2.0 * static_cast<double>(shape.rows * shape.cols * n) / median(t) / 1e9;
         };
         const double g64 = gflops(64, 5), g512 = gflops(512, 3);
         const Ggml g = ggml_for(ggml, v.dtype);

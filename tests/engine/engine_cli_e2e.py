@@ -16,6 +16,9 @@ engine did not produce:
     within 1e-4, reported as chosen; one it lacks is an error
   - `serve --prefill-chunk N`: the reference's tokens for every N, and a prompt of P tokens
     takes ceil(P / N) rounds (a request decoding beside it gets one token a round)
+  - `bench --kernels --kernel-shape ROWSxCOLS`: the report is of that shape (each format's
+    matrix bytes from the shape and dtype, enough copies for --kernel-mb, no ggml figures off
+    the default shape); a malformed shape is an error naming the flag (timings not checked)
 
 PASS/FAIL lines; exit 0 when all pass.
 """
@@ -215,6 +218,26 @@ def interleaved(chunk):
         eng.close()
     return before, tokens
 
+
+# -- bench --kernels --kernel-shape ---------------------------------------------------------------
+rows, cols = 48, 100  # 100 columns: a partial last chunk of 32 (bf16) and 128 padded (int8/int4)
+p = inkling("bench", "--kernels", "--kernel-shape", f"{rows}x{cols}", "--kernel-mb", "1", "--threads", "1")
+k = json.loads(p.stdout)
+padded = (cols + 31) // 32 * 32
+want_bytes = {"bf16": rows * cols * 2, "int8": rows * padded + rows * 4, "int4": rows * padded // 2 + rows * padded // 32 * 4}
+got = {f["format"]: f for f in k.get("formats", [])}
+sizes_ok = all(f["matrix_bytes"] == want_bytes[name.split()[0]] and
+               f["n1_matrices"] == max(1, -(-(1 << 20) // f["matrix_bytes"])) for name, f in got.items())
+report(f"bench --kernels --kernel-shape {rows}x{cols}: every format measured at that shape (matrix bytes from it, "
+       f"copies for --kernel-mb 1), ggml's figures left out",
+       k.get("rows") == rows and k.get("cols") == cols and {"bf16 exact", "int8", "int4 g32"} <= set(got)
+       and sizes_ok and k.get("ggml_source") == "none at this shape"
+       and all(f["ggml_n64_gflop_s"] == "" for f in got.values()), (k.get("rows"), k.get("cols"), list(got)))
+for bad, why in (("1024", "no 'x'"), ("1024x0", "columns must lie in"), ("axb", "rows 'a' is not a whole number")):
+    p = inkling("bench", "--kernels", "--kernel-shape", bad, check=False)
+    report(f"bench --kernels --kernel-shape {bad}: an error naming the flag ({why})",
+           p.returncode != 0 and f"--kernel-shape {bad}" in p.stderr and why in p.stderr and p.stdout == "",
+           (p.returncode, p.stderr[-300:]))
 
 P = len(bg["prompt_ids"])
 for chunk in (None, 1, 5, 31):
