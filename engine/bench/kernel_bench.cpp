@@ -24,9 +24,6 @@ namespace {
 
 using model::DType;
 
-// The default shape is shared/specs/cpu-baselines.md's: 4096 × 14336 weights (here 14336
-// output rows of 4096 columns, an up projection of a 4096-wide model).
-
 // Page-aligned memory on huge pages where the kernel offers them, first touched by the
 // pool's threads (the ones that read it).
 struct Buffer {
