@@ -77,7 +77,7 @@ def run_turns(n, conversations, count, after_each=None):
             if not c.turn(n):
                 return
             if after_each:
-                after_each()
+                after_each(c)
     threads = [threading.Thread(target=play, args=(c,)) for c in conversations]
     for t in threads:
         t.start()
@@ -132,12 +132,19 @@ def main():
         engine_pid = json.loads(victim.request("GET", "/health")[1])["models"]["inkling-demo"]["pid"]
         answered = [0]
         lock = threading.Lock()
+        killed = threading.Event()
 
-        def count_and_kill():
+        def count_and_kill(c):
             with lock:
                 answered[0] += 1
                 if answered[0] == 5:
                     victim.proc.send_signal(signal.SIGKILL)
+                    killed.set()
+            # A conversation of the victim's that got its first answer of the round before the
+            # kill waits for the kill before its next turn: else a fast one could finish both
+            # turns there and never move (CI saw conversation-3 do so).
+            if home[c.key] == victim_port:
+                killed.wait(DEADLINE)
         run_turns(n, conversations, 2, after_each=count_and_kill)
         victim.proc.wait(30)
         try:
