@@ -21,7 +21,8 @@ namespace inkling::bench {
 std::vector<std::int32_t> pseudo_prompt(const model::Config& config, int n, std::uint64_t seed);
 
 // For each count n: n sessions decoding `tokens` greedy tokens each at once; aggregate
-// tokens/s, and its ratio to the single session. `attach` gets the scheduler's forward
+// tokens/s (the median of three interleaved sweeps over the counts, each sweep's figure
+// kept too), and its ratio to the first count's. `attach` gets the scheduler's forward
 // first (the Vulkan chain, as the run's flags say).
 nlohmann::json bench_sessions(const model::Model& model, cpu::ThreadPool& pool, const std::vector<int>& counts,
                               int tokens, const std::function<void(forward::Forward&)>& attach = {});

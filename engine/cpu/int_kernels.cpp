@@ -22,14 +22,16 @@ constexpr std::int64_t kB = quant::kBlock;
 // Weights are read once, front to back; prefetching this far ahead keeps more of the
 // stream in flight than the hardware prefetcher does alone (decode at n = 1 is bound by it).
 constexpr std::int64_t kPrefetch = 2048;
-// The AVX-512 VNNI int8 stream (one weight row at a time at decode) prefetches twice as far
-// and into L2, not L1: L2 tracks more misses than L1's fill buffers, so more of the stream is
-// in flight. `inkling bench --kernels`, 2 threads, int8 n = 1 against the read loop (T0 at
-// 2 KB -> T1 at 4 KB, runs alternating): AMD Zen 4 0.61-0.71 -> 0.82-0.96, the Intel Xeon of
-// the GPU machine 0.70-0.73 -> 0.78-0.82 (at 16 threads within that machine's noise). int4
-// moved within the noise either way (its stream is half as many bytes a block) and keeps T0
-// at 2 KB.
-constexpr std::int64_t kPrefetchI8Vnni = 4096;
+// The AVX-512 VNNI int8 stream (one weight row at a time at decode) prefetches into L2, not
+// L1: L2 tracks more misses than L1's fill buffers, so more of the stream is in flight.
+// `inkling bench --kernels`, 2 threads, int8 n = 1 against the read loop: T0 at 2 KB -> T1 at
+// 4 KB, AMD Zen 4 0.61-0.71 -> 0.82-0.96, the Intel Xeon of the GPU machine 0.70-0.73 ->
+// 0.78-0.82 (at 16 threads within that machine's noise). Then T1 at 4 KB -> 2 KB (session
+// 14, Zen 4, four binaries alternating): in the read loop's fast minutes (53-63 GB/s) 0.65-
+// 0.71 -> 0.89-0.93 (41 -> 52-55 GB/s), in its slow ones (32-37) 0.85-0.93 -> 0.79-0.99; 1 KB
+// read like 2, 3 and 8 KB like 4. int4 moved within the noise at every distance and level
+// (compute-bound near 22 GB/s a core) and keeps T0 at 2 KB.
+constexpr std::int64_t kPrefetchI8Vnni = 2048;
 
 
 using Blocks = IntBlocks;
