@@ -22,16 +22,17 @@ constexpr std::int64_t kB = quant::kBlock;
 // Weights are read once, front to back; prefetching this far ahead keeps more of the
 // stream in flight than the hardware prefetcher does alone (decode at n = 1 is bound by it).
 constexpr std::int64_t kPrefetch = 2048;
-// The AVX-512 VNNI int8 stream (one weight row at a time at decode) prefetches into L2, not
-// L1: L2 tracks more misses than L1's fill buffers, so more of the stream is in flight.
-// `inkling bench --kernels`, 2 threads, int8 n = 1 against the read loop: T0 at 2 KB -> T1 at
-// 4 KB, AMD Zen 4 0.61-0.71 -> 0.82-0.96, the Intel Xeon of the GPU machine 0.70-0.73 ->
-// 0.78-0.82 (at 16 threads within that machine's noise). Then T1 at 4 KB -> 2 KB (session
-// 14, Zen 4, four binaries alternating): in the read loop's fast minutes (53-63 GB/s) 0.65-
-// 0.71 -> 0.89-0.93 (41 -> 52-55 GB/s), in its slow ones (32-37) 0.85-0.93 -> 0.79-0.99; 1 KB
-// read like 2, 3 and 8 KB like 4. int4 moved within the noise at every distance and level
-// (compute-bound near 22 GB/s a core) and keeps T0 at 2 KB.
-constexpr std::int64_t kPrefetchI8Vnni = 2048;
+// The AVX-512 VNNI decode streams (int8, and int4 in the x4 order: one weight row at a
+// time) prefetch into L2, not L1: L2 tracks more misses than L1's fill buffers, so more of
+// the stream is in flight. `inkling bench --kernels`, 2 threads, n = 1 against the read loop:
+// int8 T0 at 2 KB -> T1 at 4 KB, AMD Zen 4 0.61-0.71 -> 0.82-0.96, the Intel Xeon of the GPU
+// machine 0.70-0.73 -> 0.78-0.82 (at 16 threads within that machine's noise). Then T1 at 4 KB
+// -> 2 KB (session 14, Zen 4, binaries alternating): int8 in the read loop's fast minutes
+// (53-63 GB/s) 0.65-0.71 -> 0.89-0.93, in its slow ones (32-37) 0.85-0.93 -> 0.79-0.99; 1 KB
+// read like 2, 3 and 8 KB like 4. int4 (x4 kernel) T0 at 2 KB -> T1 at 2 KB: fast minutes
+// 0.72 -> 0.80-0.84, slow 0.92-0.94 -> 0.89-1.01. The int4 pair kernels (several activation
+// rows) moved within the noise at every distance and keep T0 at kPrefetch.
+constexpr std::int64_t kPrefetchVnni = 2048;
 
 
 using Blocks = IntBlocks;
@@ -272,7 +273,7 @@ struct I8Vnni {
     static constexpr int kShift = 7;
     static constexpr bool kRowScale = RowScale;
     INKLING_VNNI __m512i pair(std::int64_t b) const {
-        _mm_prefetch(reinterpret_cast<const char*>(w + b * kB) + kPrefetchI8Vnni, _MM_HINT_T1);
+        _mm_prefetch(reinterpret_cast<const char*>(w + b * kB) + kPrefetchVnni, _MM_HINT_T1);
         return _mm512_xor_si512(_mm512_loadu_si512(w + b * kB), _mm512_set1_epi8(-128));
     }
     INKLING_VNNI __m512i single(std::int64_t b) const {
@@ -322,6 +323,36 @@ INKLING_VNNI inline __m512 fold16(const __m512i* p, const Blocks& k, std::int64_
     return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(isum), acc);
 }
 
+// The last n - b (< 16) blocks of dot_vnni_rows, lanes past them left as they are.
+template <class K, int R>
+INKLING_VNNI void fold_tail_vnni(const K& kern, const std::int8_t* const* x, const Blocks* k, std::int64_t b,
+                                 __m512 (&acc)[R]) {
+    const std::int64_t n = k[0].n;
+    __m512i p[R][8];
+    const std::int64_t left = n - b;
+    for (int j = 0; j < 8; ++j) {
+        const std::int64_t at = b + 2 * j;
+        if (2 * j >= left) {
+            for (int r = 0; r < R; ++r) p[r][j] = _mm512_setzero_si512();
+            continue;
+        }
+        const bool pair = 2 * j + 1 < left;
+        const __m512i wv = pair ? kern.pair(at) : kern.single(at);
+        for (int r = 0; r < R; ++r) {
+            const __m512i xv = pair ? _mm512_loadu_si512(x[r] + at * kB)
+                                    : _mm512_maskz_loadu_epi8(0xffffffffull, x[r] + at * kB);
+            p[r][j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv, xv);
+        }
+    }
+    const __mmask16 m = static_cast<__mmask16>((1u << left) - 1);
+    for (int r = 0; r < R; ++r) {
+        const __m512i xs = _mm512_slli_epi32(_mm512_maskz_loadu_epi32(m, k[r].xsums + b), K::kShift);
+        const __m512i isum = _mm512_sub_epi32(reduce16_vnni(p[r]), xs);
+        const __m512 d = _mm512_mul_ps(weight_scales<K>(k[r], b, m), _mm512_maskz_loadu_ps(m, k[r].sx + b));
+        acc[r] = _mm512_mask3_fmadd_ps(d, _mm512_cvtepi32_ps(isum), acc[r], m);
+    }
+}
+
 // One weight row against R activation rows: each pair of weight blocks is loaded (and, for
 // int4, expanded) once and meets every row; each row's sum is formed exactly as for R = 1.
 template <class K, int R>
@@ -342,30 +373,7 @@ INKLING_VNNI void dot_vnni_rows(const K& kern, const std::int8_t* const* x, cons
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) acc[r] = fold16<K>(p[r], k[r], b, acc[r]);
     }
-    if (b < n) {
-        const std::int64_t left = n - b;
-        for (int j = 0; j < 8; ++j) {
-            const std::int64_t at = b + 2 * j;
-            if (2 * j >= left) {
-                for (int r = 0; r < R; ++r) p[r][j] = _mm512_setzero_si512();
-                continue;
-            }
-            const bool pair = 2 * j + 1 < left;
-            const __m512i wv = pair ? kern.pair(at) : kern.single(at);
-            for (int r = 0; r < R; ++r) {
-                const __m512i xv = pair ? _mm512_loadu_si512(x[r] + at * kB)
-                                        : _mm512_maskz_loadu_epi8(0xffffffffull, x[r] + at * kB);
-                p[r][j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv, xv);
-            }
-        }
-        const __mmask16 m = static_cast<__mmask16>((1u << left) - 1);
-        for (int r = 0; r < R; ++r) {
-            const __m512i xs = _mm512_slli_epi32(_mm512_maskz_loadu_epi32(m, k[r].xsums + b), K::kShift);
-            const __m512i isum = _mm512_sub_epi32(reduce16_vnni(p[r]), xs);
-            const __m512 d = _mm512_mul_ps(weight_scales<K>(k[r], b, m), _mm512_maskz_loadu_ps(m, k[r].sx + b));
-            acc[r] = _mm512_mask3_fmadd_ps(d, _mm512_cvtepi32_ps(isum), acc[r], m);
-        }
-    }
+    if (b < n) fold_tail_vnni<K, R>(kern, x, k, b, acc);
     for (int r = 0; r < R; ++r)
         out[r] = finish8_avx2(_mm256_add_ps(_mm512_castps512_ps256(acc[r]), _mm512_extractf32x8_ps(acc[r], 1)));
 }
@@ -377,6 +385,48 @@ void rows_i8_vnni(const std::uint8_t* w, const std::int8_t* const* x, const Bloc
 template <int R>
 void rows_q4_vnni(const std::uint8_t* w, const std::int8_t* const* x, const Blocks* k, float* out) {
     dot_vnni_rows<Q4Vnni, R>(Q4Vnni{w}, x, k, out);
+}
+
+// int4 at one activation row (decode), blocks in groups of four: one 64-byte load is four
+// blocks' packed bytes, its low nibbles one dpbusd operand and its high nibbles another,
+// against activations in the x4 order (IntActivations::q4x4: per four blocks their even
+// elements, then their odd ones). Each 128-bit lane then sums one block, so 16 blocks come
+// to four vectors and a two-level reduction, with no cross-lane shuffle in the expansion:
+// ~40 operations a 16 blocks against the pair kernel's ~68 (its permute, shift and ternlog
+// a pair, then the eight-vector tree). Integer block sums are exact in any order, and the
+// float part is fold16's: the bits of dot_vnni_rows<Q4Vnni, 1>, whose tail this reuses for
+// the last blocks (fewer than 16, left in the q4 order there). On Zen 4, one core over
+// weights in cache (`inkling bench --kernels --kernel-mb 1 --threads 1`): 15-21 -> 31-34
+// GB/s; from memory on 2 threads it is then the stream, not the arithmetic, that bounds it.
+INKLING_VNNI inline __m512i unsigned_nibbles(__m512i z) {
+    return _mm512_ternarylogic_epi32(z, _mm512_set1_epi8(0x0f), _mm512_set1_epi8(0x08), 0x6a);  // (z & 15) ^ 8
+}
+INKLING_VNNI void row_q4_x4_vnni(const std::uint8_t* w, const std::int8_t* x4, const Blocks& k, float* out) {
+    const std::int64_t n = k.n;
+    __m512 acc = _mm512_setzero_ps();
+    std::int64_t b = 0;
+    for (; b + 16 <= n; b += 16) {
+        __m512i q[4];
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; ++g) {
+            const std::uint8_t* wg = w + (b + 4 * g) * kB / 2;
+            _mm_prefetch(reinterpret_cast<const char*>(wg) + kPrefetchVnni, _MM_HINT_T1);
+            const __m512i z = _mm512_loadu_si512(wg);
+            const std::int8_t* xg = x4 + (b + 4 * g) * kB;
+            const __m512i lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), unsigned_nibbles(z), _mm512_loadu_si512(xg));
+            q[g] = _mm512_dpbusd_epi32(lo, unsigned_nibbles(_mm512_srli_epi16(z, 4)), _mm512_loadu_si512(xg + 64));
+        }
+        // Lane 4c + g of s: block b + 4g + c's total.
+        const __m512i t0 = pairs(q[0], q[1]), t1 = pairs(q[2], q[3]);
+        const __m512i s = _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
+        const __m512i sums = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), s);
+        const __m512i xs = _mm512_slli_epi32(_mm512_loadu_si512(k.xsums + b), Q4Vnni::kShift);
+        const __m512 d = _mm512_mul_ps(_mm512_loadu_ps(k.sw + b), _mm512_loadu_ps(k.sx + b));
+        acc = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_sub_epi32(sums, xs)), acc);
+    }
+    __m512 accs[1] = {acc};
+    if (b < n) fold_tail_vnni<Q4Vnni, 1>(Q4Vnni{w}, &x4, &k, b, accs);
+    *out = finish8_avx2(_mm256_add_ps(_mm512_castps512_ps256(accs[0]), _mm512_extractf32x8_ps(accs[0], 1)));
 }
 
 constexpr RowsFn kI8Rows[] = {rows_i8_vnni<1>, rows_i8_vnni<2>, rows_i8_vnni<3>, rows_i8_vnni<4>};
@@ -609,6 +659,8 @@ struct IntKernels {
     TileFn tile_q4;
     // Optional: 16 weight rows a lane against every activation row (lanes_vnni); or null.
     LanesFn lanes;
+    // Optional: int4 against one activation row in the x4 order (row_q4_x4_vnni); or null.
+    void (*row_q4_x4)(const std::uint8_t*, const std::int8_t*, const Blocks&, float*);
     const char* name;
 };
 
@@ -626,6 +678,7 @@ IntKernels int_kernels_for(Isa isa) {
                 nullptr,
                 nullptr,
                 lanes_vnni,
+                row_q4_x4_vnni,
                 "avx512-vnni"};
     if (isa == Isa::Avx2 || isa == Isa::Avx512)
         return {one_row<rows_i8_avx2<1>, std::int8_t>,
@@ -638,23 +691,24 @@ IntKernels int_kernels_for(Isa isa) {
                 nullptr,
                 nullptr,
                 nullptr,
+                nullptr,
                 "avx2"};
 #elif defined(__aarch64__)
     // (engine/cpu/arm64/int_kernels.h; a level this build could not compile is never the
     // active ISA: arm64::best_isa stops below it.)
     if (isa == Isa::I8mm)
         return {arm64::dot_i8_dotprod, arm64::dot_q4_dotprod, unpack_q4_scalar, true, nullptr, nullptr, nullptr,
-                arm64::tile_i8_i8mm, arm64::tile_q4_i8mm, nullptr, "smmla+sdot"};
+                arm64::tile_i8_i8mm, arm64::tile_q4_i8mm, nullptr, nullptr, "smmla+sdot"};
     if (isa == Isa::Dotprod)
         return {arm64::dot_i8_dotprod, arm64::dot_q4_dotprod, unpack_q4_scalar, true, nullptr, nullptr, nullptr,
-                nullptr, nullptr, nullptr, "sdot"};
+                nullptr, nullptr, nullptr, nullptr, "sdot"};
     if (isa == Isa::Neon)
         return {arm64::dot_i8_neon, arm64::dot_q4_neon, unpack_q4_scalar, true, nullptr, nullptr, nullptr, nullptr,
-                nullptr, nullptr, "neon"};
+                nullptr, nullptr, nullptr, "neon"};
 #endif
     (void)isa;
     return {dot_i8_scalar, dot_q4_scalar, unpack_q4_scalar, false, nullptr, nullptr, nullptr, nullptr, nullptr,
-            nullptr, "scalar"};
+            nullptr, nullptr, "scalar"};
 }
 
 // Weight rows a block of the multi-row kernels holds (in L2) while every group of activation
@@ -686,10 +740,30 @@ bool has_avx512_vnni() {
 
 const char* int_kernel_name(Isa isa) { return int_kernels_for(isa).name; }
 
+#if defined(__x86_64__)
+namespace {
+// One row in the q4 order → the x4 order row_q4_x4_vnni reads: each full 16 blocks as four
+// groups of [the four blocks' even elements, then their odd ones]; the last blocks (fewer
+// than 16) stay in the q4 order, for the kernel's tail.
+void to_x4_order(const platform::AlignedVector<std::int8_t>& q4, std::int64_t blocks,
+                 platform::AlignedVector<std::int8_t>& x4) {
+    x4.assign(q4.begin(), q4.end());
+    constexpr std::int64_t kHalf = kB / 2;
+    for (std::int64_t g = 0; g + 4 <= blocks / 16 * 16; g += 4)
+        for (std::int64_t c = 0; c < 4; ++c) {
+            const std::int8_t* src = q4.data() + (g + c) * kB;
+            std::copy_n(src, kHalf, x4.data() + g * kB + c * kHalf);
+            std::copy_n(src + kHalf, kHalf, x4.data() + g * kB + 4 * kHalf + c * kHalf);
+        }
+}
+}  // namespace
+#endif
+
 void prepare_int_activations(Isa isa, bool q4_order, const float* x, std::int64_t rows, std::int64_t cols,
                              IntActivations& out) {
     const IntKernels k = int_kernels_for(isa);
     out.q4.clear();
+    out.q4x4.clear();
 #if defined(__x86_64__)
     // The vectorized quantizers: VNNI's for its kernels, AVX2's for the AVX2 ones (AVX-512
     // without VNNI runs those too). q4 order where the kernels read it.
@@ -706,6 +780,7 @@ void prepare_int_activations(Isa isa, bool q4_order, const float* x, std::int64_
         const bool q4 = q4_order && k.q4_order;
         if (q4) out.q4.assign(a.q.size(), 0);
         (vnni ? quantize_vnni : quantize_avx2)(x, rows, cols, a, q4 ? out.q4.data() : nullptr);
+        if (q4 && rows == 1 && k.row_q4_x4) to_x4_order(out.q4, a.blocks, out.q4x4);
         return;
     }
 #endif
@@ -784,11 +859,14 @@ void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::in
                 Blocks blocks[kRowsPerLoad];
                 float out[kRowsPerLoad];
                 for (int i = 0; i < r; ++i) xs[i] = xq + (s + i) * a.padded;
+                // int4 at one activation row: the x4 order's kernel where there is one.
+                const bool x4 = q4 && a.rows == 1 && !x.q4x4.empty();
                 for (std::int64_t o = ob; o < oe; ++o) {
                     for (int i = 0; i < r; ++i)
                         blocks[i] = {a.sums.data() + (s + i) * a.blocks, sws[static_cast<std::size_t>(o - ob)],
                                      a.scales.data() + (s + i) * a.blocks, a.blocks};
-                    multi[r - 1](reinterpret_cast<const std::uint8_t*>(w.row(o)), xs, blocks, out);
+                    if (x4) k.row_q4_x4(reinterpret_cast<const std::uint8_t*>(w.row(o)), x.q4x4.data(), blocks[0], out);
+                    else multi[r - 1](reinterpret_cast<const std::uint8_t*>(w.row(o)), xs, blocks, out);
                     for (int i = 0; i < r; ++i) y[(s + i) * w.rows + o] = out[i];
                 }
             }

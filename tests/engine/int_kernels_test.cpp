@@ -70,7 +70,7 @@ void each_isa(Fn fn) {
     }
 }
 
-const std::int64_t kCols[] = {24, 48, 80, 96, 512, 544, 1056};
+const std::int64_t kCols[] = {24, 48, 80, 96, 512, 544, 1024, 1056};
 
 }  // namespace
 
