@@ -140,8 +140,15 @@ void attach_device(inkling::forward::Forward& fw, const inkling::model::Model& m
     fw.set_chain(inkling::vulkan::open_chain(model, f), f.mode == "prompts");
 }
 
+// The model --model names, its safetensors held as --load-weights says.
+inkling::model::Model load_model_as_flags_say(const cxxopts::ParseResult& args) {
+    return inkling::model::load_model(args["model"].as<std::string>(),
+                                      inkling::model::parse_weights_memory(args["load-weights"].as<std::string>()));
+}
+
 int cmd_info(const cxxopts::ParseResult& args) {
-    auto m = inkling::model::load_model(args["model"].as<std::string>());
+    // Mapped: info reads the header and a few tensors, not every byte.
+    auto m = inkling::model::load_model(args["model"].as<std::string>(), inkling::model::WeightsMemory::Map);
     const auto& c = m.config;
     nlohmann::json j;
     j["layout"] = m.weights.layout;
@@ -178,7 +185,7 @@ int cmd_info(const cxxopts::ParseResult& args) {
 
 int cmd_run(const cxxopts::ParseResult& args) {
     const auto t_load = Clock::now();
-    auto model = inkling::model::load_model(args["model"].as<std::string>());
+    auto model = load_model_as_flags_say(args);
     auto tokenizer = load_tokenizer(model);
     const auto& c = model.config;
     const double load_s = seconds_since(t_load);
@@ -297,7 +304,7 @@ int cmd_run(const cxxopts::ParseResult& args) {
 
 // Perplexity of a text (or ids) under the model, teacher-forced, in windows.
 int cmd_eval(const cxxopts::ParseResult& args) {
-    auto model = inkling::model::load_model(args["model"].as<std::string>());
+    auto model = load_model_as_flags_say(args);
     std::vector<std::int32_t> ids;
     if (args.count("ids")) {
         ids = parse_ids(args["ids"].as<std::string>());
@@ -361,7 +368,7 @@ int cmd_serve(const cxxopts::ParseResult& args) {
     inkling::protocol::init_binary_stdio();  // before any byte on stdout
     inkling::serve::LoadProgress progress(args["load-events"].as<bool>(), STDOUT_FILENO);
     progress.report("model");
-    auto model = inkling::model::load_model(args["model"].as<std::string>());
+    auto model = load_model_as_flags_say(args);
     progress.report("tokenizer");
     auto tokenizer = load_tokenizer(model);
     inkling::serve::ServeOptions o;
@@ -404,7 +411,7 @@ int cmd_bench_kernels(const cxxopts::ParseResult& args) {
 }
 
 int cmd_bench(const cxxopts::ParseResult& args) {
-    auto model = inkling::model::load_model(args["model"].as<std::string>());
+    auto model = load_model_as_flags_say(args);
     const auto& c = model.config;
     inkling::cpu::ThreadPool pool(args["threads"].as<unsigned>());
     inkling::forward::Forward fw(model, pool, cache_for(model, args));
@@ -483,6 +490,7 @@ int cmd_bench(const cxxopts::ParseResult& args) {
     j["isa"] = inkling::cpu::isa_name(inkling::cpu::active_isa());
     j["numerics"] = inkling::cpu::numerics_name(inkling::cpu::active_numerics());
     j["weights_bytes"] = model.weights.matrix_bytes;
+    j["weights_memory"] = model.tensors.copied() ? "copy" : "map";  // --load-weights, auto resolved
     j["memory_bandwidth_gb_s"] = bandwidth;
     j["memory_bandwidth_before_gb_s"] = bandwidth_before;
     j["memory_bandwidth_after_gb_s"] = bandwidth_after;

@@ -12,11 +12,18 @@ namespace inkling::platform {
 
 std::size_t page_size();
 
-// A whole file mapped read-only (empty files map to nothing). Throws std::runtime_error
-// naming the file and the cause when it cannot be opened or mapped.
+// How a MappedFile holds a file's bytes. Map: the OS's read-only file mapping — the page
+// cache, shared with every process that maps the file, pages read on first touch and dropped
+// under memory pressure. Copy: read once into this process's own memory, on huge pages where
+// the OS offers them (Linux's THP) — a decode step reads every resident weight, and on 4 KiB
+// pages each 4 KiB is a TLB miss and a stop for the hardware prefetchers.
+enum class FileBacking { Map, Copy };
+
+// A whole file, read-only (an empty file holds nothing). Throws std::runtime_error naming the
+// file and the cause when it cannot be opened, mapped, allocated or read.
 class MappedFile {
 public:
-    explicit MappedFile(const std::filesystem::path& path);
+    explicit MappedFile(const std::filesystem::path& path, FileBacking backing = FileBacking::Map);
     ~MappedFile();
     MappedFile(const MappedFile&) = delete;
     MappedFile& operator=(const MappedFile&) = delete;
@@ -24,11 +31,16 @@ public:
     const std::byte* data() const { return data_; }
     std::size_t size() const { return size_; }
     const std::string& path() const { return path_; }
+    bool copied() const { return copied_; }
 
 private:
+    void copy_in(std::intptr_t handle);  // FileBacking::Copy: allocate, read (POSIX: an fd)
+
     std::string path_;
     const std::byte* data_ = nullptr;
     std::size_t size_ = 0;
+    bool copied_ = false;
+    std::size_t allocated_ = 0;  // Copy: the bytes allocated at data_
     std::intptr_t mapping_ = -1;  // Windows: the file mapping object's HANDLE
 };
 
@@ -47,6 +59,13 @@ void free_aligned(void* p);
 // a file mapping from this process (MADV_DONTNEED; Windows: nothing of the kind for a view).
 void advise_huge_pages(void* p, std::size_t bytes);
 void release_mapped_pages(const void* p, std::size_t bytes);
+
+// Memory the OS could give this process now without swapping, in bytes (Linux: /proc/meminfo's
+// MemAvailable; Windows: the available physical memory); 0 when unknown.
+std::uint64_t available_memory_bytes();
+// Whether advise_huge_pages can back memory with huge pages (Linux: THP enabled as "always"
+// or "madvise"); false on Windows, whose large pages need a privilege.
+bool huge_pages_offered();
 
 // Whether the page holding `p` is in RAM (mincore / QueryWorkingSetEx).
 bool page_resident(const void* p);

@@ -5,7 +5,9 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "platform/windows_error.h"
 
@@ -17,7 +19,7 @@ std::size_t page_size() {
     return si.dwPageSize;
 }
 
-MappedFile::MappedFile(const std::filesystem::path& path) : path_(path.string()) {
+MappedFile::MappedFile(const std::filesystem::path& path, FileBacking backing) : path_(path.string()) {
     HANDLE file = CreateFileW(path.wstring().c_str(), GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_DELETE, nullptr,
                               OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, nullptr);
     if (file == INVALID_HANDLE_VALUE) throw std::runtime_error(path_ + ": cannot open: " + error_text(GetLastError()));
@@ -28,7 +30,15 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path.string())
         throw std::runtime_error(path_ + ": cannot stat: " + error_text(err));
     }
     size_ = static_cast<std::size_t>(size.QuadPart);
-    if (size_ > 0) {
+    if (size_ > 0 && backing == FileBacking::Copy) {
+        try {
+            copy_in(reinterpret_cast<std::intptr_t>(file));
+        } catch (...) {
+            CloseHandle(file);
+            throw;
+        }
+        CloseHandle(file);
+    } else if (size_ > 0) {
         HANDLE mapping = CreateFileMappingW(file, nullptr, PAGE_READONLY, 0, 0, nullptr);
         const void* view = mapping ? MapViewOfFile(mapping, FILE_MAP_READ, 0, 0, 0) : nullptr;
         const DWORD err = GetLastError();
@@ -44,8 +54,34 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path.string())
     }
 }
 
+// Windows: committed pages of the process's own (no large pages: they need a privilege).
+void MappedFile::copy_in(std::intptr_t handle) {
+    HANDLE file = reinterpret_cast<HANDLE>(handle);
+    auto* p = static_cast<std::byte*>(VirtualAlloc(nullptr, size_, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE));
+    if (!p)
+        throw std::runtime_error(path_ + ": cannot allocate " + std::to_string(size_) +
+                                 " bytes to copy it into: " + error_text(GetLastError()));
+    for (std::size_t done = 0; done < size_;) {
+        const DWORD want = static_cast<DWORD>(std::min<std::size_t>(size_ - done, std::size_t{1} << 30));
+        DWORD got = 0;
+        if (!ReadFile(file, p + done, want, &got, nullptr) || got == 0) {
+            const DWORD err = GetLastError();
+            VirtualFree(p, 0, MEM_RELEASE);
+            throw std::runtime_error(path_ + ": read failed at byte " + std::to_string(done) + " of " +
+                                     std::to_string(size_) + ": " + (got == 0 && err == 0 ? "unexpected end" : error_text(err)));
+        }
+        done += got;
+    }
+    DWORD old = 0;
+    VirtualProtect(p, size_, PAGE_READONLY, &old);
+    data_ = p;
+    allocated_ = size_;
+    copied_ = true;
+}
+
 MappedFile::~MappedFile() {
-    if (data_) UnmapViewOfFile(data_);
+    if (data_ && copied_) VirtualFree(const_cast<std::byte*>(data_), 0, MEM_RELEASE);
+    else if (data_) UnmapViewOfFile(data_);
     if (mapping_ != -1) CloseHandle(reinterpret_cast<HANDLE>(mapping_));
 }
 
@@ -67,6 +103,14 @@ void advise_huge_pages(void*, std::size_t) {}
 
 // A view's pages stay until unmapped; the OS trims them from the working set under pressure.
 void release_mapped_pages(const void*, std::size_t) {}
+
+std::uint64_t available_memory_bytes() {
+    MEMORYSTATUSEX status{};
+    status.dwLength = sizeof status;
+    return GlobalMemoryStatusEx(&status) ? status.ullAvailPhys : 0;
+}
+
+bool huge_pages_offered() { return false; }
 
 bool page_resident(const void* p) {
     PSAPI_WORKING_SET_EX_INFORMATION info{};

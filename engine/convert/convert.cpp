@@ -22,7 +22,9 @@ model::Model load_source(const fs::path& src) {
         throw std::runtime_error("cannot convert " + src.string() + ": it is already converted (it holds " +
                                  experts::kFileName + ")");
     try {
-        return model::load_model(src);
+        // Mapped: the converter reads each source page once and drops it (SourcePages), and a
+        // bf16 checkpoint is larger than the memory it converts in.
+        return model::load_model(src, model::WeightsMemory::Map);
     } catch (const std::exception& e) {
         throw std::runtime_error(std::string("cannot convert: the source checkpoint does not load: ") + e.what());
     }

@@ -21,6 +21,13 @@ public:
     using platform::MappedFile::MappedFile;
 };
 
+WeightsMemory parse_weights_memory(const std::string& text) {
+    if (text == "auto") return WeightsMemory::Auto;
+    if (text == "map") return WeightsMemory::Map;
+    if (text == "copy") return WeightsMemory::Copy;
+    throw std::runtime_error("--load-weights: '" + text + "' is not auto, map or copy");
+}
+
 std::int64_t TensorInfo::numel() const {
     std::int64_t n = 1;
     for (auto d : shape) n *= d;
@@ -47,8 +54,8 @@ DType parse_dtype(const std::string& text, const std::string& where) {
 
 }  // namespace
 
-void SafetensorsSet::add_file(const std::filesystem::path& path) {
-    auto file = std::make_shared<MappedFile>(path);
+void SafetensorsSet::add_file(const std::filesystem::path& path, bool copy) {
+    auto file = std::make_shared<MappedFile>(path, copy ? platform::FileBacking::Copy : platform::FileBacking::Map);
     const std::string& p = file->path();
     if (file->size() < 8) throw std::runtime_error(p + ": truncated (no 8-byte header length)");
     std::uint64_t header_len = 0;
@@ -109,7 +116,7 @@ SafetensorsSet SafetensorsSet::open_file(const std::filesystem::path& file) {
     return set;
 }
 
-SafetensorsSet SafetensorsSet::open_dir(const std::filesystem::path& dir) {
+SafetensorsSet SafetensorsSet::open_dir(const std::filesystem::path& dir, WeightsMemory memory) {
     namespace fs = std::filesystem;
     if (!fs::is_directory(dir)) throw std::runtime_error(dir.string() + ": not a directory");
     std::set<fs::path> files;
@@ -135,7 +142,15 @@ SafetensorsSet SafetensorsSet::open_dir(const std::filesystem::path& dir) {
     }
     if (files.empty()) throw std::runtime_error(dir.string() + ": no *.safetensors files");
     SafetensorsSet set;
-    for (const auto& f : files) set.add_file(f);
+    set.copied_ = memory == WeightsMemory::Copy;
+    if (memory == WeightsMemory::Auto) {
+        // Half the available memory leaves the rest to the KV cache, the expert cache and the
+        // page cache; past it (a bf16 checkpoint with every expert, say) the OS pages them.
+        std::uintmax_t bytes = 0;
+        for (const auto& f : files) bytes += fs::file_size(f);
+        set.copied_ = platform::huge_pages_offered() && bytes <= platform::available_memory_bytes() / 2;
+    }
+    for (const auto& f : files) set.add_file(f, set.copied_);
     return set;
 }
 

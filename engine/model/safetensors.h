@@ -29,20 +29,30 @@ struct TensorInfo {
 
 class MappedFile;
 
+// Where a model's safetensors bytes live (`--load-weights`). Map: the files mapped — the page
+// cache, shared between processes, paged in and out by the OS. Copy: read into the engine's
+// own memory on huge pages (platform::FileBacking::Copy). Auto: Copy when the OS offers huge
+// pages and the files take at most half the memory available, else Map.
+enum class WeightsMemory { Auto, Map, Copy };
+WeightsMemory parse_weights_memory(const std::string& text);  // "auto", "map", "copy"; throws naming it
+
 class SafetensorsSet {
 public:
-    // Maps every *.safetensors file in `dir` (all shards the index names must exist).
-    // Throws std::runtime_error naming the file and the problem.
-    static SafetensorsSet open_dir(const std::filesystem::path& dir);
+    // Every *.safetensors file in `dir` (all shards the index names must exist), held as
+    // `memory` says. Throws std::runtime_error naming the file and the problem.
+    static SafetensorsSet open_dir(const std::filesystem::path& dir, WeightsMemory memory = WeightsMemory::Map);
     // One file, for tests and tools.
     static SafetensorsSet open_file(const std::filesystem::path& file);
 
     const TensorInfo* find(const std::string& name) const;
     const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
     std::size_t total_bytes() const;
+    // Whether the files were copied into memory (WeightsMemory::Copy, or Auto's choice).
+    bool copied() const { return copied_; }
 
 private:
-    void add_file(const std::filesystem::path& file);
+    void add_file(const std::filesystem::path& file, bool copy = false);
+    bool copied_ = false;
     std::vector<std::shared_ptr<MappedFile>> files_;
     std::map<std::string, TensorInfo> tensors_;
 };

@@ -287,11 +287,11 @@ Weights bind_weights(const Config& c, const SafetensorsSet& set, bool routed_in_
     return w;
 }
 
-Model load_model(const std::filesystem::path& dir) {
+Model load_model(const std::filesystem::path& dir, WeightsMemory memory) {
     Model m;
     m.dir = dir;
     m.config = load_config(dir);
-    m.tensors = SafetensorsSet::open_dir(dir);
+    m.tensors = SafetensorsSet::open_dir(dir, memory);
     if (std::filesystem::exists(dir / experts::kFileName)) {
         m.experts = experts::ExpertStore::open(dir / experts::kFileName);
         m.experts->check_config(m.config);

@@ -73,8 +73,9 @@ struct Model {
 // Loads config.json and every tensor; checks each shape against the config. Throws
 // std::runtime_error naming the tensor, the expected and the found shape. A directory
 // with experts.inkx (written by `inkling convert`) takes its routed experts from there:
-// the container's geometry must match config.json.
-Model load_model(const std::filesystem::path& dir);
+// the container's geometry must match config.json. `memory`: where the safetensors bytes
+// live (WeightsMemory; Model::tensors.copied() says what Auto chose).
+Model load_model(const std::filesystem::path& dir, WeightsMemory memory = WeightsMemory::Auto);
 // `routed_in_container`: the sparse layers' routed expert tensors are not bound (nor
 // demanded); LayerWeights::experts stays empty.
 Weights bind_weights(const Config& config, const SafetensorsSet& tensors, bool routed_in_container = false);

@@ -16,6 +16,8 @@ engine did not produce:
     within 1e-4, reported as chosen; one it lacks is an error
   - `serve --prefill-chunk N`: the reference's tokens for every N, and a prompt of P tokens
     takes ceil(P / N) rounds (a request decoding beside it gets one token a round)
+  - `--load-weights map|copy|auto`: each gives the reference's tokens and logits, all three the
+    same bits; bench reports the mode in force; an unknown mode is an error naming the flag
   - `bench --kernels --kernel-shape ROWSxCOLS`: the report is of that shape (each format's
     matrix bytes from the shape and dtype, enough copies for --kernel-mb, no ggml figures off
     the default shape); a malformed shape is an error naming the flag (timings not checked)
@@ -189,6 +191,28 @@ for isa, present in has.items():
 p = inkling("run", "--model", os.path.join(FIXTURES, "base-hf-f32"), "--ids", "1,2", "--isa", "sse9", check=False)
 report("--isa with an unknown name: exit 1 naming the ISAs", p.returncode == 1 and "sse9" in p.stderr
        and "scalar, avx2 or avx512" in p.stderr, p.stderr)
+
+# -- --load-weights ------------------------------------------------------------------------
+base = os.path.join(FIXTURES, "base-hf-f32")
+same = {}
+for mode in ("map", "copy", "auto"):
+    r = run_json(base, "--ids", ",".join(map(str, bg["prompt_ids"])), "-n", str(bg["generate"]),
+                 "--load-weights", mode)
+    same[mode] = r["last_logits"]
+    d = max_diff(r["last_logits"], bg["last_logits"])
+    report(f"--load-weights {mode}: the reference's tokens, last logits within 1e-4 ({d:.1e})",
+           r["tokens"] == bg["tokens"] and d <= 1e-4, (r["tokens"], d))
+report("--load-weights map, copy and auto: the same logits bit for bit (the same bytes, wherever they live)",
+       same["map"] == same["copy"] == same["auto"])
+for mode in ("map", "copy"):
+    b = json.loads(inkling("bench", "--model", base, "--prompt-tokens", "4", "--decode-tokens", "2",
+                           "--load-weights", mode).stdout)
+    report(f"bench --load-weights {mode}: the report says where the weights were (weights_memory {mode})",
+           b.get("weights_memory") == mode, b.get("weights_memory"))
+p = inkling("run", "--model", base, "--ids", "1,2", "--load-weights", "swap", check=False)
+report("--load-weights with an unknown mode: exit 1 naming the flag and the modes",
+       p.returncode == 1 and "--load-weights: 'swap' is not auto, map or copy" in p.stderr and p.stdout == "",
+       (p.returncode, p.stderr[-300:]))
 
 
 # -- serve --prefill-chunk -----------------------------------------------------------------

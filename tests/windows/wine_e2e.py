@@ -6,7 +6,8 @@ wine64, each against an oracle the Windows build did not produce:
     (the echo engine with stdio left in the CRT's text mode) must fail, on the READY
     sentinel's CR LF: the suite that passes the real binaries can see the bug it guards
   - `inkling.exe run --ids` on the tiny fixtures: the PyTorch reference's tokens
-    (tests/fixtures/golden), the Linux build's tokens, logits within 1e-4 of the reference
+    (tests/fixtures/golden), the Linux build's tokens, logits within 1e-4 of the reference;
+    with `--load-weights copy` (the files read into VirtualAlloc'd memory) the same
   - `coli.exe chat` on the trained demo model through a pipe (private engine inkling.exe):
     the reference's greedy answer (tests/fixtures/demo), a footer, exit 0; no CR byte
 
@@ -73,6 +74,21 @@ for name in ("base-hf-f32", "dense-release-bf16", "mixed-hf-f32", "ring-hf-f32")
            f"last logits within {tol:g} ({d:.1e})",
            pw.returncode == 0 and rw["tokens"] == g["tokens"] and rw["tokens"] == rl["tokens"] and d <= tol,
            (rw["tokens"][:12], g["tokens"][:12], rl["tokens"][:12], d))
+
+# -- --load-weights copy: the files read into the process's own memory (VirtualAlloc + ReadFile)
+g = json.load(open(os.path.join(GOLDEN, "base-hf-f32.json")))
+if isinstance(g["last_logits"], str):
+    g["last_logits"] = json.loads(g["last_logits"])
+pw = wine("inkling.exe", "run", "--model", os.path.join(FIXTURES, "base-hf-f32"), "--ids",
+          ",".join(map(str, g["prompt_ids"])), "-n", str(g["generate"]), "--json", "--threads", "2",
+          "--load-weights", "copy")
+try:
+    rw = json.loads(pw.stdout)
+    d = max_diff(rw["last_logits"], g["last_logits"])
+    report(f"inkling.exe run --load-weights copy: the reference's tokens, last logits within 1e-4 ({d:.1e})",
+           pw.returncode == 0 and rw["tokens"] == g["tokens"] and d <= 1e-4, (rw["tokens"][:12], d))
+except ValueError:
+    report("inkling.exe run --load-weights copy: JSON out", False, (pw.returncode, pw.stdout[-300:], pw.stderr[-600:]))
 
 # -- coli.exe chat through a pipe ----------------------------------------------------------
 demo = json.load(open(os.path.join(ROOT, "tests", "fixtures", "demo", "inkling-demo.json")))
