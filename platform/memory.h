@@ -61,8 +61,19 @@ void advise_huge_pages(void* p, std::size_t bytes);
 void release_mapped_pages(const void* p, std::size_t bytes);
 
 // Memory the OS could give this process now without swapping, in bytes (Linux: /proc/meminfo's
-// MemAvailable; Windows: the available physical memory); 0 when unknown.
+// MemAvailable, or what is left under this process's cgroup memory limit when that is less —
+// a container's limit, which MemAvailable, the node's, does not see; Windows: the available
+// physical memory); 0 when unknown.
 std::uint64_t available_memory_bytes();
+#ifndef _WIN32
+// What is left under the memory limit of the cgroup that `proc_self_cgroup` (the text of
+// /proc/self/cgroup) names, with cgroupfs mounted at `root` (/sys/fs/cgroup): the limit less
+// the group's usage, its inactive file pages (reclaimable) counted as free. cgroup v2
+// (memory.max, memory.current, memory.stat inactive_file) or v1 (memory.limit_in_bytes,
+// memory.usage_in_bytes, memory.stat total_inactive_file); 0 without a limit ("max", or v1's
+// near-2^63 value) or a readable group. available_memory_bytes() uses it.
+std::uint64_t cgroup_memory_left(const std::filesystem::path& root, const std::string& proc_self_cgroup);
+#endif
 // Whether advise_huge_pages can back memory with huge pages (Linux: THP enabled as "always"
 // or "madvise"); false on Windows, whose large pages need a privilege.
 bool huge_pages_offered();

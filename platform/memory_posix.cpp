@@ -10,6 +10,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
 
 namespace inkling::platform {
@@ -104,16 +107,77 @@ void release_mapped_pages(const void* p, std::size_t bytes) {
     ::madvise(const_cast<void*>(p), bytes, MADV_DONTNEED);
 }
 
+namespace {
+
+// The first number in `path` (a cgroup file of one value); nullopt if absent or not a number
+// ("max").
+std::optional<std::uint64_t> read_number(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    std::uint64_t v = 0;
+    if (in >> v) return v;
+    return std::nullopt;
+}
+
+// `key`'s value in a memory.stat file (lines "key value").
+std::uint64_t stat_value(const std::filesystem::path& path, const std::string& key) {
+    std::ifstream in(path);
+    std::string k;
+    std::uint64_t v = 0;
+    while (in >> k >> v)
+        if (k == key) return v;
+    return 0;
+}
+
+}  // namespace
+
+std::uint64_t cgroup_memory_left(const std::filesystem::path& root, const std::string& proc_self_cgroup) {
+    // Lines "ID:CONTROLLERS:PATH": v2's "0::PATH", v1's "N:memory:PATH" (or "N:…,memory,…:PATH").
+    std::istringstream lines(proc_self_cgroup);
+    for (std::string line; std::getline(lines, line);) {
+        const auto a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
+        if (b == std::string::npos) continue;
+        const std::string controllers = line.substr(a + 1, b - a - 1), rel = line.substr(b + 1);
+        const std::string group = rel.empty() || rel == "/" ? "" : rel.substr(rel[0] == '/' ? 1 : 0);
+        std::optional<std::uint64_t> limit, usage;
+        std::uint64_t inactive = 0;
+        if (controllers.empty()) {
+            const auto dir = root / group;
+            limit = read_number(dir / "memory.max");
+            usage = read_number(dir / "memory.current");
+            inactive = stat_value(dir / "memory.stat", "inactive_file");
+        } else if (("," + controllers + ",").find(",memory,") != std::string::npos) {
+            const auto dir = root / "memory" / group;
+            limit = read_number(dir / "memory.limit_in_bytes");
+            usage = read_number(dir / "memory.usage_in_bytes");
+            inactive = stat_value(dir / "memory.stat", "total_inactive_file");
+        } else {
+            continue;
+        }
+        // v1 writes "no limit" as the largest page-aligned 64-bit value.
+        if (!limit || !usage || *limit >= (std::uint64_t{1} << 62)) continue;
+        const std::uint64_t used = *usage > inactive ? *usage - inactive : 0;
+        return *limit > used ? *limit - used : 1;  // 1: a limit, and nothing left under it
+    }
+    return 0;
+}
+
 std::uint64_t available_memory_bytes() {
+    std::uint64_t avail = 0;
     std::ifstream meminfo("/proc/meminfo");
     std::string key;
     std::uint64_t kib = 0;
     std::string unit;
     while (meminfo >> key >> kib) {
         std::getline(meminfo, unit);
-        if (key == "MemAvailable:") return kib * 1024;
+        if (key == "MemAvailable:") {
+            avail = kib * 1024;
+            break;
+        }
     }
-    return 0;
+    std::ifstream cgroup("/proc/self/cgroup");
+    const std::string text((std::istreambuf_iterator<char>(cgroup)), std::istreambuf_iterator<char>());
+    const std::uint64_t left = cgroup_memory_left("/sys/fs/cgroup", text);
+    return left && (avail == 0 || left < avail) ? left : avail;
 }
 
 bool huge_pages_offered() {

@@ -408,22 +408,15 @@ int cap_for_bytes(const ExpertStore& store, double bytes) {
     return static_cast<int>(std::clamp<double>(n, 1.0, static_cast<double>(store.experts())));
 }
 
-std::optional<std::uint64_t> mem_available() {
-    std::ifstream in("/proc/meminfo");
-    std::string key, unit;
-    std::uint64_t kb = 0;
-    while (in >> key >> kb) {
-        std::getline(in, unit);
-        if (key == "MemAvailable:") return kb * 1024;
-    }
-    return std::nullopt;
+int default_cap(const ExpertStore& store, std::uint64_t dense_bytes) {
+    const std::uint64_t avail = platform::available_memory_bytes();
+    if (avail == 0) return static_cast<int>(store.experts());
+    const double left = avail > dense_bytes ? static_cast<double>(avail - dense_bytes) : 0.0;
+    return cap_for_bytes(store, left / 2);
 }
 
-int default_cap(const ExpertStore& store, std::uint64_t dense_bytes) {
-    const auto avail = mem_available();
-    if (!avail) return static_cast<int>(store.experts());
-    const double left = *avail > dense_bytes ? static_cast<double>(*avail - dense_bytes) : 0.0;
-    return cap_for_bytes(store, left / 2);
+std::uint64_t dense_bytes_to_count(const model::Model& model) {
+    return model.tensors.copied() ? 0 : model.weights.matrix_bytes;
 }
 
 std::shared_ptr<ExpertCache> make_cache(const model::Model& model, const CacheFlags& flags) {
@@ -441,7 +434,7 @@ std::shared_ptr<ExpertCache> make_cache(const model::Model& model, const CacheFl
         if (!(*flags.ram_gb > 0)) throw std::runtime_error("--ram-gb must be positive");
         o.cap = cap_for_bytes(store, *flags.ram_gb * 1e9);
     } else {
-        o.cap = default_cap(store, model.weights.matrix_bytes);
+        o.cap = default_cap(store, dense_bytes_to_count(model));
     }
     if (flags.pins) {
         if (*flags.pins < 0 || *flags.pins >= o.cap)

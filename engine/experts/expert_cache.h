@@ -202,10 +202,12 @@ std::shared_ptr<ExpertCache> make_cache(const model::Model& model, const CacheFl
 
 // Slots per layer that `bytes` of RAM hold across the store's layers: in [1, E].
 int cap_for_bytes(const ExpertStore& store, double bytes);
-// The default: half of MemAvailable (/proc/meminfo) once the dense weights
-// (`dense_bytes`) are counted off, in [1, E]; E when MemAvailable cannot be read.
+// The default: half of the memory available (platform::available_memory_bytes) once
+// `dense_bytes` are counted off, in [1, E]; E when the OS does not say.
 int default_cap(const ExpertStore& store, std::uint64_t dense_bytes);
-// MemAvailable in bytes, if /proc/meminfo has it.
-std::optional<std::uint64_t> mem_available();
+// The dense weights default_cap counts off: their bytes when they are mapped (the page cache
+// still counts them as available), none when they were copied in (--load-weights: already
+// taken from what is available).
+std::uint64_t dense_bytes_to_count(const model::Model& model);
 
 }  // namespace inkling::experts

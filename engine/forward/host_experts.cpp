@@ -31,7 +31,7 @@ HostExperts::HostExperts(const model::Model& model, Meter& meter, std::shared_pt
         uses_.emplace_back(c_.kinds[i].sparse ? static_cast<std::size_t>(c_.experts) : 0, 0);
     if (model.experts && !cache_) {
         experts::CacheOptions o;
-        o.cap = experts::default_cap(*model.experts, w_.matrix_bytes);
+        o.cap = experts::default_cap(*model.experts, experts::dense_bytes_to_count(model));
         cache_ = std::make_shared<experts::ExpertCache>(model.experts, o);
     }
     if (cache_ && !model.experts) throw std::logic_error("an expert cache for a model without experts.inkx");
