@@ -387,47 +387,59 @@ void rows_q4_vnni(const std::uint8_t* w, const std::int8_t* const* x, const Bloc
     dot_vnni_rows<Q4Vnni, R>(Q4Vnni{w}, x, k, out);
 }
 
-// int4 at one activation row (decode), blocks in groups of four: one 64-byte load is four
+// int4 against one to four activation rows (decode, batched decode), blocks in groups of four: one 64-byte load is four
 // blocks' packed bytes, its low nibbles one dpbusd operand and its high nibbles another,
 // against activations in the x4 order (IntActivations::q4x4: per four blocks their even
 // elements, then their odd ones). Each 128-bit lane then sums one block, so 16 blocks come
 // to four vectors and a two-level reduction, with no cross-lane shuffle in the expansion:
 // ~40 operations a 16 blocks against the pair kernel's ~68 (its permute, shift and ternlog
 // a pair, then the eight-vector tree). Integer block sums are exact in any order, and the
-// float part is fold16's: the bits of dot_vnni_rows<Q4Vnni, 1>, whose tail this reuses for
-// the last blocks (fewer than 16, left in the q4 order there). On Zen 4, one core over
-// weights in cache (`inkling bench --kernels --kernel-mb 1 --threads 1`): 15-21 -> 31-34
-// GB/s; from memory on 2 threads it is then the stream, not the arithmetic, that bounds it.
+// float part is fold16's: the bits of dot_vnni_rows<Q4Vnni, R>, whose tail this reuses for
+// the last blocks (fewer than 16, left in the q4 order there). Each expansion meets all R
+// rows. On Zen 4, one row, one core over weights in cache (`inkling bench --kernels
+// --kernel-mb 1 --threads 1`): 15-21 -> 31-34 GB/s, and from memory on 2 threads it is then
+// the stream that bounds it; 4 rows from memory on 2 threads: 251-259 -> 337-364 GFLOP/s.
 INKLING_VNNI inline __m512i unsigned_nibbles(__m512i z) {
     return _mm512_ternarylogic_epi32(z, _mm512_set1_epi8(0x0f), _mm512_set1_epi8(0x08), 0x6a);  // (z & 15) ^ 8
 }
-INKLING_VNNI void row_q4_x4_vnni(const std::uint8_t* w, const std::int8_t* x4, const Blocks& k, float* out) {
-    const std::int64_t n = k.n;
-    __m512 acc = _mm512_setzero_ps();
+template <int R>
+INKLING_VNNI void rows_q4_x4_vnni(const std::uint8_t* w, const std::int8_t* const* x4, const Blocks* k, float* out) {
+    const std::int64_t n = k[0].n;
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
     std::int64_t b = 0;
     for (; b + 16 <= n; b += 16) {
-        __m512i q[4];
+        __m512i q[R][4];
 #pragma GCC unroll 4
         for (int g = 0; g < 4; ++g) {
             const std::uint8_t* wg = w + (b + 4 * g) * kB / 2;
             _mm_prefetch(reinterpret_cast<const char*>(wg) + kPrefetchVnni, _MM_HINT_T1);
             const __m512i z = _mm512_loadu_si512(wg);
-            const std::int8_t* xg = x4 + (b + 4 * g) * kB;
-            const __m512i lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), unsigned_nibbles(z), _mm512_loadu_si512(xg));
-            q[g] = _mm512_dpbusd_epi32(lo, unsigned_nibbles(_mm512_srli_epi16(z, 4)), _mm512_loadu_si512(xg + 64));
+            const __m512i lo = unsigned_nibbles(z), hi = unsigned_nibbles(_mm512_srli_epi16(z, 4));
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) {
+                const std::int8_t* xg = x4[r] + (b + 4 * g) * kB;
+                q[r][g] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(xg)),
+                                              hi, _mm512_loadu_si512(xg + 64));
+            }
         }
-        // Lane 4c + g of s: block b + 4g + c's total.
-        const __m512i t0 = pairs(q[0], q[1]), t1 = pairs(q[2], q[3]);
-        const __m512i s = _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
-        const __m512i sums = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), s);
-        const __m512i xs = _mm512_slli_epi32(_mm512_loadu_si512(k.xsums + b), Q4Vnni::kShift);
-        const __m512 d = _mm512_mul_ps(_mm512_loadu_ps(k.sw + b), _mm512_loadu_ps(k.sx + b));
-        acc = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_sub_epi32(sums, xs)), acc);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+            // Lane 4c + g of s: block b + 4g + c's total.
+            const __m512i t0 = pairs(q[r][0], q[r][1]), t1 = pairs(q[r][2], q[r][3]);
+            const __m512i s = _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
+            const __m512i sums =
+                _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), s);
+            const __m512i xs = _mm512_slli_epi32(_mm512_loadu_si512(k[r].xsums + b), Q4Vnni::kShift);
+            const __m512 d = _mm512_mul_ps(_mm512_loadu_ps(k[r].sw + b), _mm512_loadu_ps(k[r].sx + b));
+            acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_sub_epi32(sums, xs)), acc[r]);
+        }
     }
-    __m512 accs[1] = {acc};
-    if (b < n) fold_tail_vnni<Q4Vnni, 1>(Q4Vnni{w}, &x4, &k, b, accs);
-    *out = finish8_avx2(_mm256_add_ps(_mm512_castps512_ps256(accs[0]), _mm512_extractf32x8_ps(accs[0], 1)));
+    if (b < n) fold_tail_vnni<Q4Vnni, R>(Q4Vnni{w}, x4, k, b, acc);
+    for (int r = 0; r < R; ++r)
+        out[r] = finish8_avx2(_mm256_add_ps(_mm512_castps512_ps256(acc[r]), _mm512_extractf32x8_ps(acc[r], 1)));
 }
+constexpr RowsFn kQ4X4Rows[] = {rows_q4_x4_vnni<1>, rows_q4_x4_vnni<2>, rows_q4_x4_vnni<3>, rows_q4_x4_vnni<4>};
 
 constexpr RowsFn kI8Rows[] = {rows_i8_vnni<1>, rows_i8_vnni<2>, rows_i8_vnni<3>, rows_i8_vnni<4>};
 constexpr RowsFn kI8RowScaleRows[] = {rows_i8_vnni<1, true>, rows_i8_vnni<2, true>, rows_i8_vnni<3, true>,
@@ -659,8 +671,8 @@ struct IntKernels {
     TileFn tile_q4;
     // Optional: 16 weight rows a lane against every activation row (lanes_vnni); or null.
     LanesFn lanes;
-    // Optional: int4 against one activation row in the x4 order (row_q4_x4_vnni); or null.
-    void (*row_q4_x4)(const std::uint8_t*, const std::int8_t*, const Blocks&, float*);
+    // Optional: rows_q4 for activations in the x4 order (rows_q4_x4_vnni), 1..kRowsPerLoad; or null.
+    const RowsFn* rows_q4_x4;
     const char* name;
 };
 
@@ -678,7 +690,7 @@ IntKernels int_kernels_for(Isa isa) {
                 nullptr,
                 nullptr,
                 lanes_vnni,
-                row_q4_x4_vnni,
+                kQ4X4Rows,
                 "avx512-vnni"};
     if (isa == Isa::Avx2 || isa == Isa::Avx512)
         return {one_row<rows_i8_avx2<1>, std::int8_t>,
@@ -742,19 +754,22 @@ const char* int_kernel_name(Isa isa) { return int_kernels_for(isa).name; }
 
 #if defined(__x86_64__)
 namespace {
-// One row in the q4 order → the x4 order row_q4_x4_vnni reads: each full 16 blocks as four
-// groups of [the four blocks' even elements, then their odd ones]; the last blocks (fewer
-// than 16) stay in the q4 order, for the kernel's tail.
-void to_x4_order(const platform::AlignedVector<std::int8_t>& q4, std::int64_t blocks,
+// Rows in the q4 order → the x4 order rows_q4_x4_vnni reads: each row's full 16 blocks as
+// four groups of [the four blocks' even elements, then their odd ones]; the last blocks
+// (fewer than 16) stay in the q4 order, for the kernel's tail.
+void to_x4_order(const platform::AlignedVector<std::int8_t>& q4, std::int64_t rows, std::int64_t padded,
                  platform::AlignedVector<std::int8_t>& x4) {
     x4.assign(q4.begin(), q4.end());
     constexpr std::int64_t kHalf = kB / 2;
-    for (std::int64_t g = 0; g + 4 <= blocks / 16 * 16; g += 4)
-        for (std::int64_t c = 0; c < 4; ++c) {
-            const std::int8_t* src = q4.data() + (g + c) * kB;
-            std::copy_n(src, kHalf, x4.data() + g * kB + c * kHalf);
-            std::copy_n(src + kHalf, kHalf, x4.data() + g * kB + 4 * kHalf + c * kHalf);
-        }
+    const std::int64_t grouped = padded / kB / 16 * 16;  // blocks a row has in full 16s
+    for (std::int64_t s = 0; s < rows; ++s)
+        for (std::int64_t g = 0; g < grouped; g += 4)
+            for (std::int64_t c = 0; c < 4; ++c) {
+                const std::int8_t* src = q4.data() + s * padded + (g + c) * kB;
+                std::int8_t* dst = x4.data() + s * padded + g * kB;
+                std::copy_n(src, kHalf, dst + c * kHalf);
+                std::copy_n(src + kHalf, kHalf, dst + 4 * kHalf + c * kHalf);
+            }
 }
 }  // namespace
 #endif
@@ -780,7 +795,8 @@ void prepare_int_activations(Isa isa, bool q4_order, const float* x, std::int64_
         const bool q4 = q4_order && k.q4_order;
         if (q4) out.q4.assign(a.q.size(), 0);
         (vnni ? quantize_vnni : quantize_avx2)(x, rows, cols, a, q4 ? out.q4.data() : nullptr);
-        if (q4 && rows == 1 && k.row_q4_x4) to_x4_order(out.q4, a.blocks, out.q4x4);
+        // The x4 order for the rows that reach the multi-row kernels (below lanes_vnni's).
+        if (q4 && rows < kLanesFromRows && k.rows_q4_x4) to_x4_order(out.q4, rows, a.padded, out.q4x4);
         return;
     }
 #endif
@@ -859,13 +875,15 @@ void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::in
                 Blocks blocks[kRowsPerLoad];
                 float out[kRowsPerLoad];
                 for (int i = 0; i < r; ++i) xs[i] = xq + (s + i) * a.padded;
-                // int4 at one activation row: the x4 order's kernel where there is one.
-                const bool x4 = q4 && a.rows == 1 && !x.q4x4.empty();
+                // int4: the x4 order's kernels where there are some (the same bits).
+                const bool x4 = q4 && !x.q4x4.empty();
+                const std::int8_t* x4s[kRowsPerLoad];
+                for (int i = 0; x4 && i < r; ++i) x4s[i] = x.q4x4.data() + (s + i) * a.padded;
                 for (std::int64_t o = ob; o < oe; ++o) {
                     for (int i = 0; i < r; ++i)
                         blocks[i] = {a.sums.data() + (s + i) * a.blocks, sws[static_cast<std::size_t>(o - ob)],
                                      a.scales.data() + (s + i) * a.blocks, a.blocks};
-                    if (x4) k.row_q4_x4(reinterpret_cast<const std::uint8_t*>(w.row(o)), x.q4x4.data(), blocks[0], out);
+                    if (x4) k.rows_q4_x4[r - 1](reinterpret_cast<const std::uint8_t*>(w.row(o)), x4s, blocks, out);
                     else multi[r - 1](reinterpret_cast<const std::uint8_t*>(w.row(o)), xs, blocks, out);
                     for (int i = 0; i < r; ++i) y[(s + i) * w.rows + o] = out[i];
                 }

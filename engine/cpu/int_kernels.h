@@ -41,8 +41,9 @@ namespace inkling::cpu {
 struct IntActivations {
     quant::QuantizedActivations a;
     platform::AlignedVector<std::int8_t> q4;
-    // One row's q4 values regrouped per four blocks (their even elements, then their odd
-    // ones) for AVX-512 VNNI's decode int4 kernel; empty where that kernel does not run.
+    // The q4 values of each row regrouped per four blocks (their even elements, then their odd
+    // ones) for AVX-512 VNNI's int4 kernels of 1-4 rows (jobs of fewer than 12 rows); empty
+    // where those do not run.
     platform::AlignedVector<std::int8_t> q4x4;
 };
 void prepare_int_activations(Isa isa, bool q4_order, const float* x, std::int64_t rows, std::int64_t cols,
