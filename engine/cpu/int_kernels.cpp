@@ -313,14 +313,20 @@ INKLING_VNNI inline __m512 weight_scales(const Blocks& k, std::int64_t b, __mmas
     return _mm512_maskz_loadu_ps(m, k.sw + b);
 }
 
-// The float part of 16 blocks (the pattern of int_kernels.h) from the partial sums of their
-// 8 pairs.
+// The float part of 16 blocks (the pattern of int_kernels.h) from their integer totals (the
+// weights' offset still in them, taken back here as offset·Σx).
 template <class K>
-INKLING_VNNI inline __m512 fold16(const __m512i* p, const Blocks& k, std::int64_t b, __m512 acc) {
+INKLING_VNNI inline __m512 fold_sums16(__m512i sums, const Blocks& k, std::int64_t b, __m512 acc) {
     const __m512i xs = _mm512_slli_epi32(_mm512_loadu_si512(k.xsums + b), K::kShift);
-    const __m512i isum = _mm512_sub_epi32(reduce16_vnni(p), xs);
+    const __m512i isum = _mm512_sub_epi32(sums, xs);
     const __m512 d = _mm512_mul_ps(weight_scales<K>(k, b), _mm512_loadu_ps(k.sx + b));
     return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(isum), acc);
+}
+
+// The same from the partial sums of their 8 pairs.
+template <class K>
+INKLING_VNNI inline __m512 fold16(const __m512i* p, const Blocks& k, std::int64_t b, __m512 acc) {
+    return fold_sums16<K>(reduce16_vnni(p), k, b, acc);
 }
 
 // The last n - b (< 16) blocks of dot_vnni_rows, lanes past them left as they are.
@@ -387,8 +393,9 @@ void rows_q4_vnni(const std::uint8_t* w, const std::int8_t* const* x, const Bloc
     dot_vnni_rows<Q4Vnni, R>(Q4Vnni{w}, x, k, out);
 }
 
-// int4 against one to four activation rows (decode, batched decode), blocks in groups of four: one 64-byte load is four
-// blocks' packed bytes, its low nibbles one dpbusd operand and its high nibbles another,
+// int4 against one to four activation rows (decode, batched decode), blocks in groups of
+// four: one 64-byte load is four blocks' packed bytes, its low nibbles one dpbusd operand and
+// its high nibbles another,
 // against activations in the x4 order (IntActivations::q4x4: per four blocks their even
 // elements, then their odd ones). Each 128-bit lane then sums one block, so 16 blocks come
 // to four vectors and a two-level reduction, with no cross-lane shuffle in the expansion:
@@ -430,9 +437,7 @@ INKLING_VNNI void rows_q4_x4_vnni(const std::uint8_t* w, const std::int8_t* cons
             const __m512i s = _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
             const __m512i sums =
                 _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), s);
-            const __m512i xs = _mm512_slli_epi32(_mm512_loadu_si512(k[r].xsums + b), Q4Vnni::kShift);
-            const __m512 d = _mm512_mul_ps(_mm512_loadu_ps(k[r].sw + b), _mm512_loadu_ps(k[r].sx + b));
-            acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_sub_epi32(sums, xs)), acc[r]);
+            acc[r] = fold_sums16<Q4Vnni>(sums, k[r], b, acc[r]);
         }
     }
     if (b < n) fold_tail_vnni<Q4Vnni, R>(Q4Vnni{w}, x4, k, b, acc);
@@ -759,17 +764,20 @@ namespace {
 // (fewer than 16) stay in the q4 order, for the kernel's tail.
 void to_x4_order(const platform::AlignedVector<std::int8_t>& q4, std::int64_t rows, std::int64_t padded,
                  platform::AlignedVector<std::int8_t>& x4) {
-    x4.assign(q4.begin(), q4.end());
+    x4.resize(q4.size());
     constexpr std::int64_t kHalf = kB / 2;
     const std::int64_t grouped = padded / kB / 16 * 16;  // blocks a row has in full 16s
-    for (std::int64_t s = 0; s < rows; ++s)
+    for (std::int64_t s = 0; s < rows; ++s) {
+        const std::int8_t* row = q4.data() + s * padded;
+        std::int8_t* out = x4.data() + s * padded;
         for (std::int64_t g = 0; g < grouped; g += 4)
             for (std::int64_t c = 0; c < 4; ++c) {
-                const std::int8_t* src = q4.data() + s * padded + (g + c) * kB;
-                std::int8_t* dst = x4.data() + s * padded + g * kB;
-                std::copy_n(src, kHalf, dst + c * kHalf);
-                std::copy_n(src + kHalf, kHalf, dst + 4 * kHalf + c * kHalf);
+                const std::int8_t* src = row + (g + c) * kB;
+                std::copy_n(src, kHalf, out + g * kB + c * kHalf);
+                std::copy_n(src + kHalf, kHalf, out + g * kB + 4 * kHalf + c * kHalf);
             }
+        std::copy(row + grouped * kB, row + padded, out + grouped * kB);  // the tail, as it is
+    }
 }
 }  // namespace
 #endif
