@@ -444,8 +444,10 @@ int cmd_bench(const cxxopts::ParseResult& args) {
     auto* cache = fw.expert_cache();
     // The yardstick right before and right after the decode, divided by their mean: this
     // VM's read loop moves between two levels (29-37 and 48-61 GB/s on Zen 4) from one
-    // minute to the next, and one measured before a long prefill could be of the other.
-    const double bandwidth_before = inkling::bench::measure_read_bandwidth(std::size_t{2} << 30, 5, pool);
+    // minute to the next, and one measured before a long prefill could be of the other. One
+    // probe for both (its buffer touched once), released before the sessions and reuse runs.
+    std::optional<inkling::bench::ReadBandwidth> probe(std::in_place, std::size_t{2} << 30, pool.size());
+    const double bandwidth_before = probe->measure(5);
     const auto cache0 = cache ? cache->counters() : inkling::experts::ExpertCache::Counters{};
     t0 = Clock::now();
     int decoded = 0;
@@ -454,7 +456,8 @@ int cmd_bench(const cxxopts::ParseResult& args) {
         logits = fw.step(state, std::span(&tok, 1), nullptr, false);
     }
     const double decode_s = seconds_since(t0);
-    const double bandwidth_after = inkling::bench::measure_read_bandwidth(std::size_t{2} << 30, 5, pool);
+    const double bandwidth_after = probe->measure(5);
+    probe.reset();
     const double bandwidth = (bandwidth_before + bandwidth_after) / 2;
     const auto phases2 = fw.phase_times();
     if (cache) {
