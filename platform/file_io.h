@@ -11,6 +11,9 @@
 
 namespace inkling::platform {
 
+// The text of the last failure of a call below (strerror(errno) / FormatMessage).
+std::string last_error();
+
 // An open file: a descriptor on POSIX, a HANDLE on Windows; kNoFile when none.
 using File = std::intptr_t;
 inline constexpr File kNoFile = -1;
@@ -30,6 +33,20 @@ bool close_file(File f);
 
 // Bytes moved (fewer at the end of the file, 0 at it), or -1 on an error. EINTR is retried.
 std::int64_t read_at(File f, void* buf, std::size_t bytes, std::int64_t offset);
+// Exactly `bytes` at `offset` (read_at may move fewer); false on an error (`err` then says
+// what) or at the end of the file first (`err` empty).
+inline bool read_all_at(File f, void* buf, std::size_t bytes, std::int64_t offset, std::string& err) {
+    auto* p = static_cast<std::byte*>(buf);
+    for (std::size_t done = 0; done < bytes;) {
+        const std::int64_t n = read_at(f, p + done, bytes - done, offset + static_cast<std::int64_t>(done));
+        if (n <= 0) {
+            err = n < 0 ? last_error() : "";
+            return false;
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    return true;
+}
 std::int64_t write_at(File f, const void* buf, std::size_t bytes, std::int64_t offset);
 std::int64_t file_size(File f);  // -1 on an error
 bool resize_file(File f, std::int64_t bytes);
@@ -45,8 +62,5 @@ void sync_directory(const std::filesystem::path& dir);
 
 // Whether this process may write into `path` (access(W_OK) / _waccess).
 bool writable(const std::filesystem::path& path);
-
-// The text of the last failure of a call above (strerror(errno) / FormatMessage).
-std::string last_error();
 
 }  // namespace inkling::platform

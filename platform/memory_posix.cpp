@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +13,8 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+
+#include "platform/file_io.h"
 
 namespace inkling::platform {
 
@@ -51,7 +52,6 @@ MappedFile::MappedFile(const std::filesystem::path& path, FileBacking backing) :
 }
 
 void MappedFile::copy_in(std::intptr_t handle) {
-    const int fd = static_cast<int>(handle);
     // Whole 2 MiB pages at a 2 MiB boundary (the slack around an aligned start unmapped), so
     // that THP can back all of it.
     constexpr std::size_t kHuge = std::size_t{2} << 20;
@@ -66,17 +66,11 @@ void MappedFile::copy_in(std::intptr_t handle) {
     if (base + kHuge > start) ::munmap(reinterpret_cast<void*>(start + bytes), base + kHuge - start);
     auto* p = reinterpret_cast<std::byte*>(start);
     ::madvise(p, bytes, MADV_HUGEPAGE);
-    for (std::size_t done = 0; done < size_;) {
-        const ssize_t n = ::pread(fd, p + done, std::min<std::size_t>(size_ - done, std::size_t{1} << 30),
-                                  static_cast<off_t>(done));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            const int err = errno;
-            ::munmap(p, bytes);
-            throw std::runtime_error(path_ + ": read failed at byte " + std::to_string(done) + " of " +
-                                     std::to_string(size_) + ": " + (n < 0 ? std::strerror(err) : "unexpected end"));
-        }
-        done += static_cast<std::size_t>(n);
+    std::string err;
+    if (!read_all_at(handle, p, size_, 0, err)) {
+        ::munmap(p, bytes);
+        throw std::runtime_error(path_ + ": reading its " + std::to_string(size_) +
+                                 " bytes failed: " + (err.empty() ? "unexpected end" : err));
     }
     ::mprotect(p, bytes, PROT_READ);  // as read-only as the mapping it stands for
     data_ = p;

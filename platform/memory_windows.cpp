@@ -5,10 +5,10 @@
 
 #include <malloc.h>
 
-#include <algorithm>
 #include <stdexcept>
 #include <string>
 
+#include "platform/file_io.h"
 #include "platform/windows_error.h"
 
 namespace inkling::platform {
@@ -56,21 +56,15 @@ MappedFile::MappedFile(const std::filesystem::path& path, FileBacking backing) :
 
 // Windows: committed pages of the process's own (no large pages: they need a privilege).
 void MappedFile::copy_in(std::intptr_t handle) {
-    HANDLE file = reinterpret_cast<HANDLE>(handle);
-    auto* p = static_cast<std::byte*>(VirtualAlloc(nullptr, size_, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE));
+    std::byte* p = allocate_pages(size_);
     if (!p)
         throw std::runtime_error(path_ + ": cannot allocate " + std::to_string(size_) +
                                  " bytes to copy it into: " + error_text(GetLastError()));
-    for (std::size_t done = 0; done < size_;) {
-        const DWORD want = static_cast<DWORD>(std::min<std::size_t>(size_ - done, std::size_t{1} << 30));
-        DWORD got = 0;
-        if (!ReadFile(file, p + done, want, &got, nullptr) || got == 0) {
-            const DWORD err = GetLastError();
-            VirtualFree(p, 0, MEM_RELEASE);
-            throw std::runtime_error(path_ + ": read failed at byte " + std::to_string(done) + " of " +
-                                     std::to_string(size_) + ": " + (got == 0 && err == 0 ? "unexpected end" : error_text(err)));
-        }
-        done += got;
+    std::string err;
+    if (!read_all_at(handle, p, size_, 0, err)) {
+        free_pages(p, size_);
+        throw std::runtime_error(path_ + ": reading its " + std::to_string(size_) +
+                                 " bytes failed: " + (err.empty() ? "unexpected end" : err));
     }
     DWORD old = 0;
     VirtualProtect(p, size_, PAGE_READONLY, &old);
@@ -80,7 +74,7 @@ void MappedFile::copy_in(std::intptr_t handle) {
 }
 
 MappedFile::~MappedFile() {
-    if (data_ && copied_) VirtualFree(const_cast<std::byte*>(data_), 0, MEM_RELEASE);
+    if (data_ && copied_) free_pages(const_cast<std::byte*>(data_), allocated_);
     else if (data_) UnmapViewOfFile(data_);
     if (mapping_ != -1) CloseHandle(reinterpret_cast<HANDLE>(mapping_));
 }

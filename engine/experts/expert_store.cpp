@@ -23,21 +23,6 @@ std::string hex32(std::uint32_t v) {
     return b;
 }
 
-// Reads exactly `bytes` at `offset` (a read may return less); false on an error (`err` then
-// says what) or EOF (`err` empty).
-bool pread_all(platform::File fd, std::byte* buf, std::size_t bytes, std::int64_t offset, std::string& err) {
-    std::size_t done = 0;
-    while (done < bytes) {
-        const std::int64_t n = platform::read_at(fd, buf + done, bytes - done, offset + static_cast<std::int64_t>(done));
-        if (n <= 0) {
-            err = n < 0 ? platform::last_error() : "";
-            return false;
-        }
-        done += static_cast<std::size_t>(n);
-    }
-    return true;
-}
-
 // An unbuffered (O_DIRECT) file for `path` if the filesystem accepts both the open and an
 // aligned read (tmpfs refuses the open; some filesystems only the read), else kNoFile.
 platform::File open_direct(const std::filesystem::path& path) {
@@ -45,7 +30,7 @@ platform::File open_direct(const std::filesystem::path& path) {
     if (fd == platform::kNoFile) return platform::kNoFile;
     AlignedBuffer probe = aligned_buffer(kAlign);
     std::string err;
-    if (!pread_all(fd, probe.get(), kAlign, 0, err)) {
+    if (!platform::read_all_at(fd, probe.get(), kAlign, 0, err)) {
         platform::close_file(fd);
         return platform::kNoFile;
     }
@@ -117,8 +102,8 @@ int ExpertStore::layer_slot(int layer) const {
 
 void ExpertStore::read_at(std::int64_t offset, std::byte* buf, std::size_t bytes) {
     std::string err;
-    if (direct_fd_ != platform::kNoFile && pread_all(direct_fd_, buf, bytes, offset, err)) return;
-    if (!pread_all(fd_, buf, bytes, offset, err))
+    if (direct_fd_ != platform::kNoFile && platform::read_all_at(direct_fd_, buf, bytes, offset, err)) return;
+    if (!platform::read_all_at(fd_, buf, bytes, offset, err))
         throw std::runtime_error(path_.string() + ": read of " + std::to_string(bytes) + " bytes at " +
                                  std::to_string(offset) + " failed: " +
                                  (!err.empty() ? err : "unexpected end of file"));
@@ -206,7 +191,7 @@ double sequential_read_rate(const std::filesystem::path& path, std::int64_t limi
             std::string err;
             for (std::int64_t at = from; at < to;) {
                 const std::int64_t n = std::min(kBlock, to - at);
-                if (!pread_all(fd, buf.get(), static_cast<std::size_t>(n), at, err)) break;
+                if (!platform::read_all_at(fd, buf.get(), static_cast<std::size_t>(n), at, err)) break;
                 if (!direct) platform::drop_cached(fd, at, n);
                 at += n;
                 done[static_cast<std::size_t>(k)] += n;
