@@ -50,16 +50,10 @@ void OutputFile::truncate(std::int64_t bytes) {
 }
 
 void OutputFile::read_at(void* data, std::size_t bytes, std::int64_t offset) const {
-    auto* p = static_cast<char*>(data);
-    while (bytes > 0) {
-        const std::int64_t n = platform::read_at(fd_, p, bytes, offset);
-        if (n < 0) fail("read back failed");
-        if (n == 0)
-            throw std::runtime_error("write " + partial_.string() + ": read back failed: unexpected end of file");
-        p += n;
-        bytes -= static_cast<std::size_t>(n);
-        offset += n;
-    }
+    std::string err;
+    if (platform::read_all_at(fd_, data, bytes, offset, err)) return;
+    if (!err.empty()) fail("read back failed");
+    throw std::runtime_error("write " + partial_.string() + ": read back failed: unexpected end of file");
 }
 
 void OutputFile::commit() {
