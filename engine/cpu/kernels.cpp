@@ -364,7 +364,60 @@ void matmul(const float* x, std::int64_t rows_x, const Matrix& w, float* y, Thre
     matmul_group(std::span(&job, 1), pool);
 }
 
-void matmul_group(std::span<const MatJob> jobs, ThreadPool& pool) {
+namespace {
+
+// Weight units (64 bytes) a row of `w` counts as when threads share products by bytes.
+std::int64_t row_units(const Matrix& w) {
+    return w.rows > 0 ? std::max<std::int64_t>(1, static_cast<std::int64_t>(w.bytes()) / w.rows / 64) : 1;
+}
+
+}  // namespace
+
+std::vector<WarmRange> warm_ranges(std::span<const Matrix* const> next, const ThreadPool& pool) {
+    // Each thread's rows, as matmul_group will split them, as byte runs (weights, then
+    // their scales).
+    std::int64_t total = 0;
+    for (const Matrix* w : next) total += w->rows * row_units(*w);
+    const unsigned ways = pool.size();
+    std::vector<std::vector<WarmRange>> runs(ways);
+    for (unsigned t = 0; t < ways; ++t) {
+        const auto [begin, end] = pool.share(total, t);
+        std::int64_t first = 0;
+        for (const Matrix* w : next) {
+            const std::int64_t u = row_units(*w);
+            const std::int64_t b = std::clamp<std::int64_t>((begin - first + u - 1) / u, 0, w->rows);
+            const std::int64_t e = std::clamp<std::int64_t>((end - first + u - 1) / u, 0, w->rows);
+            first += w->rows * u;
+            if (b >= e) continue;
+            runs[t].push_back({w->row(b), static_cast<std::size_t>(w->row(e) - w->row(b))});
+            if (w->scales)
+                runs[t].push_back({reinterpret_cast<const std::byte*>(w->row_scales(b)),
+                                   static_cast<std::size_t>((e - b) * w->scale_stride) * sizeof(float)});
+        }
+    }
+    // In turns of kSlice bytes from each thread's runs, until kWarmBytes.
+    constexpr std::size_t kSlice = 64 << 10;
+    std::vector<WarmRange> out;
+    std::vector<std::size_t> run(ways, 0), at(ways, 0);
+    std::size_t taken = 0;
+    for (bool more = true; more && taken < kWarmBytes;) {
+        more = false;
+        for (unsigned t = 0; t < ways && taken < kWarmBytes; ++t) {
+            std::size_t want = std::min(kSlice, kWarmBytes - taken);
+            while (want > 0 && run[t] < runs[t].size()) {
+                const WarmRange& r = runs[t][run[t]];
+                const std::size_t n = std::min(want, r.bytes - at[t]);
+                out.push_back({r.data + at[t], n});
+                taken += n, want -= n, at[t] += n;
+                if (at[t] == r.bytes) ++run[t], at[t] = 0;
+            }
+            more = more || run[t] < runs[t].size();
+        }
+    }
+    return out;
+}
+
+void matmul_group(std::span<const MatJob> jobs, ThreadPool& pool, std::optional<std::span<const Matrix* const>> next) {
     const Kernels k = g_kernels;
     // The threads share the jobs' output rows by the bytes they read, not by their count: a
     // row of bf16 weights reads twice an int8 row's bytes and four times an int4 row's, and a
@@ -377,8 +430,7 @@ void matmul_group(std::span<const MatJob> jobs, ThreadPool& pool) {
     std::int64_t total = 0, work = 0;
     for (std::size_t i = 0; i < jobs.size(); ++i) {
         const MatJob& j = jobs[i];
-        if (j.w->rows > 0)
-            units[i] = std::max<std::int64_t>(1, static_cast<std::int64_t>(j.w->bytes()) / j.w->rows / 64);
+        units[i] = row_units(*j.w);
         total += j.w->rows * units[i];
         work += j.w->rows * j.w->cols * j.rows_x;
     }
@@ -443,9 +495,16 @@ void matmul_group(std::span<const MatJob> jobs, ThreadPool& pool) {
             if (first >= end) break;
         }
     };
-    // Small products are not worth waking the workers.
-    if (work < (1 << 15)) body(0, total);
-    else pool.parallel_for(total, body);
+    std::optional<std::span<const WarmRange>> warm;
+    std::vector<WarmRange>& warm_list = thread_scratch<WarmRange, struct warm_scratch>();
+    if (next) {
+        warm_list = warm_ranges(*next, pool);
+        warm = std::span<const WarmRange>(warm_list);
+    }
+    // Small products are not worth waking the workers, unless they carry a new warm list:
+    // the old one may name weights the caller is about to release (a round's experts).
+    if (work < (1 << 15) && !next) body(0, total);
+    else pool.parallel_for(total, body, warm);
 }
 
 void rmsnorm(const float* x, const float* weight, double eps, std::int64_t n, float* out) {

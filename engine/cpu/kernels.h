@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -69,13 +71,26 @@ void matmul(const float* x, std::int64_t rows_x, const model::Matrix& w, float* 
 // Several products in one parallel loop over all their output rows: one hand-off to the
 // threads for the lot (a decode step has hundreds of small products). Every element is
 // computed exactly as matmul() computes it.
+//
+// `next`: the weights of the product(s) that will follow (in the order of their jobs), when
+// the caller knows them. Threads done with their share, and the workers while the caller
+// runs the single-threaded work between products, pull them into the caches meanwhile
+// (ThreadPool's warm list), each thread's future share's first bytes first. Without it the
+// pool keeps the list it has (nothing, or what an earlier product named).
 struct MatJob {
     const float* x;
     std::int64_t rows_x;
     const model::Matrix* w;
     float* y;
 };
-void matmul_group(std::span<const MatJob> jobs, ThreadPool& pool);
+void matmul_group(std::span<const MatJob> jobs, ThreadPool& pool,
+                  std::optional<std::span<const model::Matrix* const>> next = std::nullopt);
+
+// The warm list for products over `next` (matmul_group's `next`): the bytes each of the
+// pool's threads will read, in pieces taken in turn from each thread's share, at most
+// kWarmBytes in all (what the caches can hold until the product starts).
+constexpr std::size_t kWarmBytes = std::size_t{1} << 20;
+std::vector<WarmRange> warm_ranges(std::span<const model::Matrix* const> next, const ThreadPool& pool);
 
 // out = x / sqrt(mean(x²) + eps) ⊙ weight; the mean square accumulates in double.
 void rmsnorm(const float* x, const float* weight, double eps, std::int64_t n, float* out);

@@ -23,6 +23,26 @@ void CpuBackend::begin(std::span<const Span> spans, std::int64_t rows, float* x)
     a_.resize(h_.size());
 }
 
+std::vector<const model::Matrix*> CpuBackend::after_attention(int layer) const {
+    const model::LayerWeights& L = w_.layers[layer];
+    std::vector<const model::Matrix*> next;
+    if (!c_.kinds[layer].sparse) {
+        add_gate_up_weights(L.dense, next);
+        return next;
+    }
+    // The router, then the group of every expert's gate/up, whose routed part is not known
+    // yet: the shared experts' are.
+    next.push_back(&L.router);
+    for (const model::Ffn& f : L.shared) add_gate_up_weights(f, next);
+    return next;
+}
+
+std::vector<const model::Matrix*> CpuBackend::after_layer(int layer) const {
+    if (layer + 1 >= c_.layers) return {&w_.lm_head};
+    const model::LayerWeights& N = w_.layers[layer + 1];
+    return {&N.wq, &N.wk, &N.wv, &N.wr};
+}
+
 void CpuBackend::conv_add(int layer, int which, const std::vector<float>& conv_w) {
     const std::int64_t D = c_.hidden;
     for (const Span& sp : spans_)
@@ -44,7 +64,10 @@ void CpuBackend::attention(int layer) {
     std::vector<float> q(static_cast<std::size_t>(R * H * hd)), k(static_cast<std::size_t>(R * kvd)),
         v(static_cast<std::size_t>(R * kvd)), r(static_cast<std::size_t>(R * H * c_.d_rel));
     const float* h = h_.data();
-    meter_.mm_group({{h, R, &L.wq, q.data()}, {h, R, &L.wk, k.data()}, {h, R, &L.wv, v.data()}, {h, R, &L.wr, r.data()}});
+    // The output projection is warmed while the convs, norms and attention run.
+    const model::Matrix* const wo = &L.wo;
+    meter_.mm_group({{h, R, &L.wq, q.data()}, {h, R, &L.wk, k.data()}, {h, R, &L.wv, v.data()}, {h, R, &L.wr, r.data()}},
+                    std::span(&wo, 1));
     // K and V short convs act on the raw projections, before the head norms; each
     // session's rows continue that session's conv history.
     for (const Span& sp : spans_) {
@@ -78,19 +101,21 @@ void CpuBackend::attention(int layer) {
             }
         }
     }
-    meter_.mm(ctx.data(), R, L.wo, a_.data());
+    meter_.mm(ctx.data(), R, L.wo, a_.data(), after_attention(layer));
     Meter::lap(t, times.attention);
     conv_add(layer, 2, L.attn_conv);
     Meter::lap(t, times.convs_norms);
 }
 
-void CpuBackend::ffn(const model::Ffn& f, std::int64_t rows, const float* x, float* out) {
+void CpuBackend::ffn(const model::Ffn& f, std::int64_t rows, const float* x, float* out,
+                     std::span<const model::Matrix* const> then) {
     std::vector<float> gu;
     std::vector<cpu::MatJob> jobs;
     add_gate_up_jobs(f, x, rows, gu, jobs);
-    meter_.mm_group(jobs);
+    const model::Matrix* const down = &f.down;
+    meter_.mm_group(jobs, std::span(&down, 1));
     swiglu_in_place(f, rows, gu);
-    meter_.mm(gu.data(), rows, f.down, out);
+    meter_.mm(gu.data(), rows, f.down, out, then);
 }
 
 void CpuBackend::dense_mlp(int layer) {
@@ -100,7 +125,7 @@ void CpuBackend::dense_mlp(int layer) {
     auto t = Meter::Clock::now();
     for (std::int64_t s = 0; s < R; ++s) rmsnorm(x_ + s * D, L.mlp_norm.data(), c_.eps, D, h_.data() + s * D);
     Meter::lap(t, times.convs_norms);
-    ffn(L.dense, R, h_.data(), a_.data());
+    ffn(L.dense, R, h_.data(), a_.data(), after_layer(layer));
     if (L.dense_scale != 1.0f)
         for (std::int64_t i = 0; i < R * D; ++i) a_[i] *= L.dense_scale;
     Meter::lap(t, times.dense);
@@ -120,7 +145,7 @@ void CpuBackend::router(int layer, float* h, float* logits) {
 }
 
 void CpuBackend::moe(int layer, const Routing& routing, const float* h, HostExperts& host) {
-    host.run(layer, routing, rows_, h, a_.data(), true);
+    host.run(layer, routing, rows_, h, a_.data(), true, after_layer(layer));
     auto t = Meter::Clock::now();
     conv_add(layer, 3, w_.layers[layer].mlp_conv);
     Meter::lap(t, meter_.times().convs_norms);
@@ -138,7 +163,7 @@ void CpuBackend::head(const std::vector<std::int64_t>& out_rows, float* logits) 
         for (std::int64_t d = 0; d < D; ++d) ys[d] *= inv_mup;
     }
     std::fill(logits, logits + n * c_.unpadded_vocab, 0.0f);
-    meter_.mm(y.data(), n, w_.lm_head, logits);
+    meter_.mm(y.data(), n, w_.lm_head, logits, after_layer(-1));
     Meter::lap(t, meter_.times().head);
 }
 

@@ -29,7 +29,14 @@ private:
     // a (the block's output) through the layer's conv `which` (2: attention, 3: MLP) per
     // session, then x += a.
     void conv_add(int layer, int which, const std::vector<float>& conv_w);
-    void ffn(const model::Ffn& f, std::int64_t rows, const float* x, float* out);
+    // `then`: what the step reads after the down projection (Meter's `next`).
+    void ffn(const model::Ffn& f, std::int64_t rows, const float* x, float* out,
+             std::span<const model::Matrix* const> then);
+    // The weights of the first products after layer `layer`'s attention, and after the
+    // whole layer (the next layer's q/k/v/r, or lm_head after the last; layer −1: the
+    // next step's first), which the pool warms while the products before them run.
+    std::vector<const model::Matrix*> after_attention(int layer) const;
+    std::vector<const model::Matrix*> after_layer(int layer) const;
 
     const model::Config& c_;
     const model::Weights& w_;

@@ -14,6 +14,15 @@ void add_gate_up_jobs(const model::Ffn& f, const float* x, std::int64_t rows, st
     jobs.push_back({x, rows, &f.up, buf.data() + rows * I});
 }
 
+void add_gate_up_weights(const model::Ffn& f, std::vector<const model::Matrix*>& out) {
+    if (f.gate_up.data) {
+        out.push_back(&f.gate_up);
+        return;
+    }
+    out.push_back(&f.gate);
+    out.push_back(&f.up);
+}
+
 void swiglu_in_place(const model::Ffn& f, std::int64_t rows, std::vector<float>& buf) {
     const std::int64_t I = f.gate.rows, n = rows * I;
     float* b = buf.data();

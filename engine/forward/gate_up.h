@@ -16,6 +16,9 @@ namespace inkling::forward {
 void add_gate_up_jobs(const model::Ffn& f, const float* x, std::int64_t rows, std::vector<float>& buf,
                       std::vector<cpu::MatJob>& jobs);
 
+// The matrices add_gate_up_jobs reads, in its jobs' order, appended to `out`.
+void add_gate_up_weights(const model::Ffn& f, std::vector<const model::Matrix*>& out);
+
 // silu(gate)·up of each row, from `buf` as add_gate_up_jobs laid it out, into its first
 // rows·I floats ([rows][I], the down projection's input).
 void swiglu_in_place(const model::Ffn& f, std::int64_t rows, std::vector<float>& buf);

@@ -106,7 +106,8 @@ void HostExperts::record(int layer, std::span<const std::uint32_t> experts) {
     }
 }
 
-void HostExperts::run(int layer, const Routing& routing, std::int64_t S, const float* h, float* out, bool shared) {
+void HostExperts::run(int layer, const Routing& routing, std::int64_t S, const float* h, float* out, bool shared,
+                      std::span<const model::Matrix* const> then) {
     const std::int64_t D = c_.hidden, NS = c_.shared_experts;
     auto& times = meter_.times();
     auto t = Meter::Clock::now();
@@ -118,11 +119,11 @@ void HostExperts::run(int layer, const Routing& routing, std::int64_t S, const f
     auto* host_shared = shared ? &shared_y : nullptr;
     bool first = true;
     rounds(layer, routing.used, t, [&](std::span<const int> ids, const std::vector<const model::Ffn*>& f) {
-        round(layer, ids, f, routing, S, h, out, first ? host_shared : nullptr);
+        round(layer, ids, f, routing, S, h, out, first ? host_shared : nullptr, then);
         first = false;
     });
     // No routed expert used (never with top-k ≥ 1, but the shared ones still count).
-    if (first && host_shared) round(layer, {}, {}, routing, S, h, out, host_shared);
+    if (first && host_shared) round(layer, {}, {}, routing, S, h, out, host_shared, then);
     if (shared && NS > 0) {
         std::vector<float> shared_sum(static_cast<std::size_t>(S * D), 0.0f);
         for (std::int64_t j = 0; j < NS; ++j) {
@@ -140,7 +141,7 @@ void HostExperts::run_pairs(int layer, const Routing& routing, std::span<const i
                             const float* h, const std::vector<std::vector<std::int64_t>>& pair_of, float* y) {
     auto t = Meter::Clock::now();
     rounds(layer, experts, t, [&](std::span<const int> ids, const std::vector<const model::Ffn*>& f) {
-        round(layer, ids, f, routing, S, h, y, nullptr, &pair_of);
+        round(layer, ids, f, routing, S, h, y, nullptr, {}, &pair_of);
     });
     Meter::lap(t, meter_.times().experts);
 }
@@ -153,7 +154,7 @@ void HostExperts::visit(int layer, std::span<const int> experts, const Visit& fn
 
 void HostExperts::round(int layer, std::span<const int> ids, const std::vector<const model::Ffn*>& f,
                         const Routing& routing, std::int64_t S, const float* h, float* out,
-                        std::vector<std::vector<float>>* shared_y,
+                        std::vector<std::vector<float>>* shared_y, std::span<const model::Matrix* const> then,
                         const std::vector<std::vector<std::int64_t>>* pair_of) {
     const model::LayerWeights& L = w_.layers[layer];
     const std::int64_t D = c_.hidden, NS = c_.shared_experts;
@@ -184,15 +185,21 @@ void HostExperts::round(int layer, std::span<const int> ids, const std::vector<c
     if (shared_y)
         for (std::int64_t j = 0; j < NS; ++j) runs.push_back({&L.shared[j], S, h, {}, {}, {}});
     std::vector<cpu::MatJob> jobs;
-    for (auto& r : runs) add_gate_up_jobs(*r.f, r.x, r.rows, r.gate_up, jobs);
-    meter_.mm_group(jobs);
+    std::vector<const model::Matrix*> downs;
+    for (auto& r : runs) {
+        add_gate_up_jobs(*r.f, r.x, r.rows, r.gate_up, jobs);
+        downs.push_back(&r.f->down);
+    }
+    // The downs are warmed while the gate/up products end and SwiGLU runs; `then` (or
+    // nothing: these experts' weights may be released after the round) during the downs.
+    meter_.mm_group(jobs, downs);
     jobs.clear();
     for (auto& r : runs) {
         swiglu_in_place(*r.f, r.rows, r.gate_up);
         r.y.resize(static_cast<std::size_t>(r.rows * D));
         jobs.push_back({r.gate_up.data(), r.rows, &r.f->down, r.y.data()});
     }
-    meter_.mm_group(jobs);
+    meter_.mm_group(jobs, then);
     for (std::size_t i = 0; i < ids.size(); ++i) {
         const auto& rows = routing.by_expert[ids[i]];
         const Run& r = runs[i];

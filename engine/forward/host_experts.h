@@ -28,8 +28,10 @@ public:
 
     // out [rows][D] = Σ routed contributions in increasing expert id; with `shared` also
     // + Σ_j w_j·shared_j(h) (summed on their own first), the shared experts computed in
-    // the first round's grouped pass.
-    void run(int layer, const Routing& routing, std::int64_t rows, const float* h, float* out, bool shared);
+    // the first round's grouped pass. `then`: the weights the step reads next (the next
+    // layer's first products), warmed during the last down projections.
+    void run(int layer, const Routing& routing, std::int64_t rows, const float* h, float* out, bool shared,
+             std::span<const model::Matrix* const> then = {});
 
     // The outputs of `experts` (sorted; each used by the routing) for their rows, unweighted:
     // row n of expert e (routing.by_expert[e][n]) into y + pair_of[e][n]·D. The device tier
@@ -53,8 +55,10 @@ public:
 private:
     // One round's experts over their rows: contributions weighted into `out`, or with
     // `pair_of` each row's output unweighted at its pair's row of `out`.
+    // `then` is warmed during its down projections (cpu::matmul_group's `next`).
     void round(int layer, std::span<const int> ids, const std::vector<const model::Ffn*>& f, const Routing& routing,
                std::int64_t rows, const float* h, float* out, std::vector<std::vector<float>>* shared_y,
+               std::span<const model::Matrix* const> then,
                const std::vector<std::vector<std::int64_t>>* pair_of = nullptr);
     // The rounds over `ids` through the cache (or the mapped experts).
     template <class Round>

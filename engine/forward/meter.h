@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "engine/cpu/kernels.h"
@@ -27,12 +29,16 @@ public:
     explicit Meter(cpu::ThreadPool& pool) : pool_(pool) {}
 
     cpu::ThreadPool& pool() const { return pool_; }
-    void mm(const float* x, std::int64_t rows, const model::Matrix& w, float* y) {
-        cpu::matmul(x, rows, w, y, pool_);
+    // `next`: the weights the step reads after this product, for the pool to warm
+    // meanwhile (cpu::matmul_group); none keeps what the pool warms now.
+    using Next = std::optional<std::span<const model::Matrix* const>>;
+    void mm(const float* x, std::int64_t rows, const model::Matrix& w, float* y, Next next = std::nullopt) {
+        const cpu::MatJob job{x, rows, &w, y};
+        cpu::matmul_group(std::span(&job, 1), pool_, next);
         bytes_ += w.bytes();
     }
-    void mm_group(const std::vector<cpu::MatJob>& jobs) {
-        cpu::matmul_group(jobs, pool_);
+    void mm_group(const std::vector<cpu::MatJob>& jobs, Next next = std::nullopt) {
+        cpu::matmul_group(jobs, pool_, next);
         for (const auto& j : jobs) bytes_ += j.w->bytes();
     }
     std::uint64_t bytes() const { return bytes_; }  // weight bytes read (each matrix once per use)

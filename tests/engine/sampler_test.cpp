@@ -22,6 +22,41 @@ TEST_CASE("greedy takes the largest logit, ties to the lowest id") {
     CHECK(s.next(std::vector<float>{0.5f, -1.0f, 4.0f}, {}) == 2);
 }
 
+TEST_CASE("argmax over long rows is the first index a compare-and-replace scan keeps") {
+    // The plain scan argmax must agree with: best = 0, replaced only by a strictly larger
+    // value (so ties go to the lowest id, NaNs never win, and a NaN first value keeps 0).
+    auto scan = [](const std::vector<float>& v) {
+        std::int32_t best = 0;
+        for (std::size_t i = 1; i < v.size(); ++i)
+            if (v[i] > v[best]) best = static_cast<std::int32_t>(i);
+        return best;
+    };
+    const float nan = std::nanf(""), inf = INFINITY;
+    std::vector<std::vector<float>> cases = {{}, {2}, {nan, 5, 7}, {-inf, -inf}, {-0.0f, 0.0f}, {-1, 0.0f, -0.0f}};
+    for (std::size_t n : {15u, 16u, 17u, 33u, 200u, 32000u}) {
+        std::vector<float> v(n);
+        for (std::size_t i = 0; i < n; ++i) v[i] = std::sin(static_cast<float>(i) * 0.37f) * 10.0f;
+        cases.push_back(v);
+        for (std::size_t at : {std::size_t{0}, n / 3, n - 1}) {
+            std::vector<float> w = v;
+            w[at] = 50.0f;  // one maximum, anywhere (a lane's first, middle or the tail)
+            cases.push_back(w);
+            w[n - 1 - at / 2] = 50.0f;  // and a tie after it
+            cases.push_back(w);
+            w[at] = nan;  // a NaN where the maximum was
+            cases.push_back(w);
+        }
+        std::vector<float> all_nan(n, nan);
+        cases.push_back(all_nan);
+        all_nan[n / 2] = -inf;
+        cases.push_back(all_nan);
+    }
+    for (const auto& v : cases) {
+        INFO("size ", v.size());
+        CHECK(argmax(v) == scan(v));
+    }
+}
+
 TEST_CASE("the same seed gives the same tokens; another seed other tokens") {
     std::vector<float> logits{1.0f, 1.2f, 0.8f, 1.1f, 0.9f, 1.05f};
     Params p{.temperature = 1.0, .seed = 42};
