@@ -73,10 +73,11 @@ void matmul(const float* x, std::int64_t rows_x, const model::Matrix& w, float* 
 // computed exactly as matmul() computes it.
 //
 // `next`: the weights of the product(s) that will follow (in the order of their jobs), when
-// the caller knows them. Threads done with their share, and the workers while the caller
-// runs the single-threaded work between products, pull them into the caches meanwhile
-// (ThreadPool's warm list), each thread's future share's first bytes first. Without it the
-// pool keeps the list it has (nothing, or what an earlier product named).
+// the caller knows them. Once this product is done, the workers pull them into the caches
+// while the caller runs the single-threaded work in between (ThreadPool::parallel_for's warm
+// list), each thread's future share's first bytes first. Without it the pool keeps the list
+// it has (nothing, or what an earlier product named); a product that names one always goes
+// through the pool, so that an old list (a round's experts, released after it) is dropped.
 struct MatJob {
     const float* x;
     std::int64_t rows_x;

@@ -4,10 +4,10 @@
 //
 //   pool.parallel_for(rows, [&](std::int64_t begin, std::int64_t end) { … });
 //
-// A loop may also name memory that later loops will read (the next product's weights):
-// threads that finish their share early, and workers between loops, load it into their
-// caches meanwhile (see parallel_for). A decode step's single-threaded stretches (norms,
-// convs, routing) and uneven ends otherwise leave the memory idle.
+// A loop may also name memory that later loops will read (the next product's weights): the
+// workers load it into their caches once the loop is over, while the caller runs what comes
+// between (see parallel_for). A decode step's single-threaded stretches (norms, convs,
+// routing) otherwise leave the memory idle.
 #pragma once
 
 #include <atomic>
