@@ -359,9 +359,10 @@ void product_rows(const MatJob& j, std::int64_t begin, std::int64_t end, const K
 
 }  // namespace
 
-void matmul(const float* x, std::int64_t rows_x, const Matrix& w, float* y, ThreadPool& pool) {
+void matmul(const float* x, std::int64_t rows_x, const Matrix& w, float* y, ThreadPool& pool,
+            std::optional<std::span<const Matrix* const>> next) {
     const MatJob job{x, rows_x, &w, y};
-    matmul_group(std::span(&job, 1), pool);
+    matmul_group(std::span(&job, 1), pool, next);
 }
 
 namespace {
@@ -369,6 +370,14 @@ namespace {
 // Weight units (64 bytes) a row of `w` counts as when threads share products by bytes.
 std::int64_t row_units(const Matrix& w) {
     return w.rows > 0 ? std::max<std::int64_t>(1, static_cast<std::int64_t>(w.bytes()) / w.rows / 64) : 1;
+}
+
+// The rows of a product whose first unit falls in [begin, end), the product's rows taking
+// `u` units each from unit `first` of the group: how matmul_group's threads share a group.
+std::pair<std::int64_t, std::int64_t> rows_in(std::int64_t begin, std::int64_t end, std::int64_t first,
+                                              std::int64_t u, std::int64_t rows) {
+    return {std::clamp<std::int64_t>((begin - first + u - 1) / u, 0, rows),
+            std::clamp<std::int64_t>((end - first + u - 1) / u, 0, rows)};
 }
 
 }  // namespace
@@ -385,8 +394,7 @@ std::vector<WarmRange> warm_ranges(std::span<const Matrix* const> next, const Th
         std::int64_t first = 0;
         for (const Matrix* w : next) {
             const std::int64_t u = row_units(*w);
-            const std::int64_t b = std::clamp<std::int64_t>((begin - first + u - 1) / u, 0, w->rows);
-            const std::int64_t e = std::clamp<std::int64_t>((end - first + u - 1) / u, 0, w->rows);
+            const auto [b, e] = rows_in(begin, end, first, u, w->rows);
             first += w->rows * u;
             if (b >= e) continue;
             runs[t].push_back({w->row(b), static_cast<std::size_t>(w->row(e) - w->row(b))});
@@ -488,8 +496,7 @@ void matmul_group(std::span<const MatJob> jobs, ThreadPool& pool, std::optional<
         for (std::size_t i = 0; i < jobs.size(); ++i) {
             const MatJob& j = jobs[i];
             const std::int64_t u = per_row[i], last = first + j.w->rows * u;
-            const std::int64_t b = std::clamp<std::int64_t>((begin - first + u - 1) / u, 0, j.w->rows);
-            const std::int64_t e = std::clamp<std::int64_t>((end - first + u - 1) / u, 0, j.w->rows);
+            const auto [b, e] = rows_in(begin, end, first, u, j.w->rows);
             if (b < e) product_rows(j, b, e, k, xi[i], xb[i]);
             first = last;
             if (first >= end) break;

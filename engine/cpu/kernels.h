@@ -66,7 +66,9 @@ void axpys(const float* a, const float* x, std::int64_t stride, std::int64_t row
 void row_f32(const model::Matrix& m, std::int64_t r, float* out);
 
 // y[s][o] = Σ_i x[s][i]·W[o][i] for s < rows_x, o < W.rows. x is [rows_x][W.cols].
-void matmul(const float* x, std::int64_t rows_x, const model::Matrix& w, float* y, ThreadPool& pool);
+// `next` as for matmul_group.
+void matmul(const float* x, std::int64_t rows_x, const model::Matrix& w, float* y, ThreadPool& pool,
+            std::optional<std::span<const model::Matrix* const>> next = std::nullopt);
 
 // Several products in one parallel loop over all their output rows: one hand-off to the
 // threads for the lot (a decode step has hundreds of small products). Every element is

@@ -34,7 +34,7 @@ private:
              std::span<const model::Matrix* const> then);
     // The weights of the first products after layer `layer`'s attention, and after the
     // whole layer (the next layer's q/k/v/r, or lm_head after the last; layer −1: the
-    // next step's first), which the pool warms while the products before them run.
+    // next step's first), which the pool warms once the products before them are done.
     std::vector<const model::Matrix*> after_attention(int layer) const;
     std::vector<const model::Matrix*> after_layer(int layer) const;
 

@@ -20,23 +20,6 @@ constexpr double kAudioEps = 1e-6;  // the audio tower's norm: a literal, not rm
 
 void short_conv(float* x, std::int64_t rows, std::int64_t channels, const float* w, int kernel, float* state) {
     const int taps = kernel - 1;
-    if (rows == 1) {
-        // A decode row: the same sums in the same order, without gathering each channel's
-        // history into a column first (four convs a layer over every channel: ~1.5 % of a
-        // mid-model decode step went to the general loop's set-up).
-        for (std::int64_t c = 0; c < channels; ++c) {
-            float* st = state + c * taps;
-            const float* wc = w + c * kernel;
-            const float in = x[c];
-            float acc = 0.0f;
-            for (int j = 0; j < taps; ++j) acc += wc[j] * st[j];
-            acc += wc[taps] * in;
-            x[c] = in + acc;
-            for (int j = 0; j + 1 < taps; ++j) st[j] = st[j + 1];
-            if (taps > 0) st[taps - 1] = in;
-        }
-        return;
-    }
     std::vector<float> col(static_cast<std::size_t>(taps + rows));
     for (std::int64_t c = 0; c < channels; ++c) {
         float* st = state + c * taps;

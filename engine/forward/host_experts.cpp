@@ -190,8 +190,8 @@ void HostExperts::round(int layer, std::span<const int> ids, const std::vector<c
         add_gate_up_jobs(*r.f, r.x, r.rows, r.gate_up, jobs);
         downs.push_back(&r.f->down);
     }
-    // The downs are warmed while the gate/up products end and SwiGLU runs; `then` (or
-    // nothing: these experts' weights may be released after the round) during the downs.
+    // The downs are warmed while SwiGLU runs; after the downs, `then` (or nothing: these
+    // experts' weights may be released after the round).
     meter_.mm_group(jobs, downs);
     jobs.clear();
     for (auto& r : runs) {

@@ -29,7 +29,7 @@ public:
     // out [rows][D] = Σ routed contributions in increasing expert id; with `shared` also
     // + Σ_j w_j·shared_j(h) (summed on their own first), the shared experts computed in
     // the first round's grouped pass. `then`: the weights the step reads next (the next
-    // layer's first products), warmed during the last down projections.
+    // layer's first products), warmed once the last down projections are done.
     void run(int layer, const Routing& routing, std::int64_t rows, const float* h, float* out, bool shared,
              std::span<const model::Matrix* const> then = {});
 
@@ -55,7 +55,7 @@ public:
 private:
     // One round's experts over their rows: contributions weighted into `out`, or with
     // `pair_of` each row's output unweighted at its pair's row of `out`.
-    // `then` is warmed during its down projections (cpu::matmul_group's `next`).
+    // `then` is warmed once its down projections are done (cpu::matmul_group's `next`).
     void round(int layer, std::span<const int> ids, const std::vector<const model::Ffn*>& f, const Routing& routing,
                std::int64_t rows, const float* h, float* out, std::vector<std::vector<float>>* shared_y,
                std::span<const model::Matrix* const> then,

@@ -33,8 +33,7 @@ public:
     // meanwhile (cpu::matmul_group); none keeps what the pool warms now.
     using Next = std::optional<std::span<const model::Matrix* const>>;
     void mm(const float* x, std::int64_t rows, const model::Matrix& w, float* y, Next next = std::nullopt) {
-        const cpu::MatJob job{x, rows, &w, y};
-        cpu::matmul_group(std::span(&job, 1), pool_, next);
+        cpu::matmul(x, rows, w, y, pool_, next);
         bytes_ += w.bytes();
     }
     void mm_group(const std::vector<cpu::MatJob>& jobs, Next next = std::nullopt) {
