@@ -24,6 +24,7 @@
 
 #include "engine/bench/expert_cache_bench.h"
 #include "engine/bench/kernel_bench.h"
+#include "engine/bench/sampling_bench.h"
 #include "engine/bench/layer_costs.h"
 #include "engine/bench/device_bench.h"
 #include "engine/bench/memory_bandwidth.h"
@@ -595,6 +596,10 @@ int main(int argc, char** argv) {
         cli::check_applies(args, program, cmd);
         apply_common(args, cmd);
         if (cmd == "bench" && args["kernels"].as<bool>()) return cmd_bench_kernels(args);
+        if (cmd == "bench" && args["sampling"].as<bool>()) {
+            std::cout << inkling::bench::bench_sampling().dump(2) << "\n";
+            return 0;
+        }
         if (cmd == "bench" && args["device-kernels"].as<bool>()) {
             const int dev = args.count("vk-device") ? args["vk-device"].as<int>() : -1;
             std::cout << inkling::bench::bench_device_kernels(dev, args["kernel-mb"].as<std::size_t>()).dump(2) << "\n";

@@ -13,7 +13,8 @@ constexpr cli::Command kCommands[] = {
     {"info", "inkling info --model DIR"},
     {"bench", "inkling bench --model DIR [--prompt-tokens N] [--decode-tokens N]\n"
               "inkling bench --kernels [--kernel-mb 256] [--kernel-shape 14336x4096] [--threads N] [--isa ISA]\n"
-              "inkling bench --device-kernels [--kernel-mb 256] [--vk-device N]"},
+              "inkling bench --device-kernels [--kernel-mb 256] [--vk-device N]\n"
+              "inkling bench --sampling"},
     {"convert", "inkling convert SRC DST [--experts int4|int8] [--dense keep|int8|int4g64] [--keep-audio]"},
 };
 
@@ -107,6 +108,9 @@ constexpr cli::Option kOptions[] = {
             "from its turn boundary's snapshot), reused vs cold (0 = skip)", .commands = "bench"},
     {.name = "kernels", .type = Type::Bool, .default_value = "false",
      .doc = "the matmul kernels alone (int8, int4, bf16) on synthetic weights; no --model", .commands = "bench"},
+    {.name = "sampling", .type = Type::Bool, .default_value = "false",
+     .doc = "the sampler alone on synthetic logits over a 201,024-entry vocabulary (greedy, temperature, top-p, "
+            "top-k): ms a token; no --model", .commands = "bench"},
     {.name = "device-kernels", .type = Type::Bool, .default_value = "false",
      .doc = "the Vulkan device's copy bandwidth and the chain's GEMV against it; no --model", .commands = "bench"},
     {.name = "kernel-mb", .type = Type::Size, .value_name = "MIB", .default_value = "256",

@@ -1,8 +1,12 @@
 #include "engine/sampling/sampler.h"
 
 #include <algorithm>
+#include <bit>
+#include <cfloat>
 #include <cmath>
-#include <numeric>
+#include <cstdint>
+
+#include "engine/sampling/weights.h"
 
 namespace inkling::sampling {
 
@@ -28,18 +32,89 @@ std::int32_t argmax(std::span<const float> values) {
     return static_cast<std::int32_t>(at);
 }
 
+namespace {
+
+// argmax, except that a NaN first value does not win either (the sampler never draws a NaN):
+// the first largest number, or 0 in a row of NaNs.
+std::int32_t largest_number(std::span<const float> values) {
+    std::int32_t best = argmax(values);
+    if (values.empty() || !std::isnan(values[0])) return best;
+    for (std::size_t i = 1; i < values.size(); ++i)
+        if (!std::isnan(values[i]) && (std::isnan(values[best]) || values[i] > values[best])) best = static_cast<std::int32_t>(i);
+    return best;
+}
+
+}  // namespace
+
 double log_sum_exp(std::span<const float> values) {
-    const double mx = *std::max_element(values.begin(), values.end());
+    if (values.empty()) return -INFINITY;
+    const float mx = values[static_cast<std::size_t>(largest_number(values))];
+    if (std::isnan(mx)) return -INFINITY;  // all NaN: no mass
+    if (!std::isfinite(mx)) return mx;     // +inf dominates; all -inf has no mass
+    // The sampler's weights at T = 1, a stack buffer's worth at a time (a logprobs request
+    // takes this on every token: std::exp in double over 201,024 logits took 1.3 ms).
+    constexpr std::size_t kChunk = 2048;
+    float w[kChunk];
     double total = 0.0;
-    for (float v : values) total += std::exp(static_cast<double>(v) - mx);
+    for (std::size_t at = 0; at < values.size(); at += kChunk) {
+        const std::size_t n = std::min(kChunk, values.size() - at);
+        softmax_weights(values.subspan(at, n), mx, 1.0f, std::span(w, n));
+        total += sum_weights(std::span<const float>(w, n));
+    }
     return mx + std::log(total);
 }
+
+namespace {
+
+// Weights (≥ 0) order as their bits do; the top 16 bits (exponent and 7 mantissa bits, a
+// bucket spanning under 1 % of its values) give a histogram that finds the top-k and top-p
+// cuts while comparing only the boundary bucket's entries. Weights are at most 1 (the
+// largest logit's), so the buckets end at 1.0's.
+constexpr int kBucketShift = 16;
+constexpr std::size_t kBuckets = (0x3f800000u >> kBucketShift) + 1;
+inline std::size_t bucket(float w) { return std::bit_cast<std::uint32_t>(w) >> kBucketShift; }
+
+// Draws i with probability w[i] / Σ w, walking the ids in order: each block of ids' weight
+// first (sum_weights), then only the block the draw lands in, one entry at a time.
+std::int32_t draw_in_id_order(std::span<const float> w, double u, std::vector<double>& block) {
+    constexpr std::size_t kBlock = 1024;
+    const std::size_t n = w.size(), blocks = (n + kBlock - 1) / kBlock;
+    block.resize(blocks);
+    double total = 0.0;
+    for (std::size_t b = 0; b < blocks; ++b) total += (block[b] = sum_weights(w.subspan(b * kBlock, std::min(kBlock, n - b * kBlock))));
+    const double target = u * total;
+    double acc = 0.0;
+    std::size_t last = n;  // the last id of positive weight walked (a rounding fallback)
+    for (std::size_t b = 0; b < blocks; ++b) {
+        if (!(block[b] > 0.0)) continue;
+        const std::size_t lo = b * kBlock, hi = std::min(n, lo + kBlock);
+        if (acc + block[b] > target) {
+            for (std::size_t i = lo; i < hi; ++i) {
+                if (!(w[i] > 0.0f)) continue;
+                last = i;
+                if ((acc += w[i]) > target) return static_cast<std::int32_t>(i);
+            }
+            return static_cast<std::int32_t>(last);
+        }
+        acc += block[b];
+        for (std::size_t i = hi; i-- > lo;)
+            if (w[i] > 0.0f) {
+                last = i;
+                break;
+            }
+    }
+    return last < n ? static_cast<std::int32_t>(last) : argmax(w);
+}
+
+}  // namespace
 
 Sampler::Sampler(const Params& params) : p_(params), rng_(params.seed) {}
 
 std::int32_t Sampler::next(std::span<const float> logits, std::span<const std::int32_t> history) {
-    work_.assign(logits.begin(), logits.end());
+    std::span<const float> row = logits;  // copied only when the penalty changes it
     if (p_.repetition_penalty != 1.0) {
+        work_.assign(logits.begin(), logits.end());
+        row = work_;
         const float pen = static_cast<float>(p_.repetition_penalty);
         for (std::int32_t id : history) {
             if (id < 0 || static_cast<std::size_t>(id) >= work_.size()) continue;
@@ -48,61 +123,92 @@ std::int32_t Sampler::next(std::span<const float> logits, std::span<const std::i
             work_[id] = original > 0 ? original / pen : original * pen;
         }
     }
-    if (p_.temperature <= 0.0) return argmax(work_);
+    if (p_.temperature <= 0.0 || row.empty()) return argmax(row);
+    const std::int32_t best = largest_number(row);
+    // +inf takes every draw; a row of NaNs has nothing to draw from.
+    const float mx = row[static_cast<std::size_t>(best)];
+    if (!std::isfinite(mx)) return best;
 
-    const std::size_t V = work_.size();
-    const double inv_t = 1.0 / p_.temperature;
-    const float mx = *std::max_element(work_.begin(), work_.end());
-    prob_.resize(V);
-    double total = 0.0;
-    for (std::size_t i = 0; i < V; ++i) total += (prob_[i] = std::exp((work_[i] - mx) * inv_t));
+    const std::size_t V = row.size();
+    weight_.resize(V);
+    // 1/T capped at the largest float: a tiny T keeps the largest logit's weight 0 · cap = 0
+    // → e^0 = 1 (an infinite 1/T would make it NaN) and every other weight 0.
+    const float inv_t = static_cast<float>(std::min(1.0 / p_.temperature, static_cast<double>(FLT_MAX)));
+    softmax_weights(row, mx, inv_t, weight_);
     // A uniform double in [0, 1) from 53 random bits: the same on every platform.
     const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+    const std::size_t k = p_.top_k > 0 ? std::min<std::size_t>(p_.top_k, V) : V;
+    if (k < V) return draw_top_k(k, u);
+    if (p_.top_p < 1.0) return draw_nucleus(u);
+    return draw_in_id_order(weight_, u, block_);
+}
 
-    if (p_.top_k == 0 && p_.top_p >= 1.0) {  // the whole distribution, in id order
-        double acc = 0.0, target = u * total;
-        for (std::size_t i = 0; i < V; ++i)
-            if ((acc += prob_[i]) > target) return static_cast<std::int32_t>(i);
-        return argmax(work_);
-    }
-    // Most probable first (ties: lower id first). Only as much of the order as the cuts
-    // need is sorted: top-k entries, or growing blocks until the top-p mass is reached.
-    order_.resize(V);
-    std::iota(order_.begin(), order_.end(), 0);
-    auto before = [&](std::int32_t a, std::int32_t b) { return prob_[a] > prob_[b] || (prob_[a] == prob_[b] && a < b); };
-    std::size_t keep = p_.top_k > 0 ? std::min<std::size_t>(p_.top_k, V) : V;
-    if (keep < V) {
-        std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(keep), order_.end(), before);
-        total = 0.0;
-        for (std::size_t i = 0; i < keep; ++i) total += prob_[order_[i]];
-    }
+// The k most probable (ties: lower id first), then top-p among them, drawn in that order.
+std::int32_t Sampler::draw_top_k(std::size_t k, double u) {
+    const std::span<const float> w = weight_;
+    count_.assign(kBuckets, 0);
+    for (float x : w) ++count_[bucket(x)];
+    std::size_t edge = kBuckets - 1, above = 0;
+    while (above + count_[edge] < k) above += count_[edge--];
+    order_.clear();
+    for (std::size_t i = 0; i < w.size(); ++i)
+        if (bucket(w[i]) >= edge) order_.push_back(static_cast<std::int32_t>(i));
+    auto before = [&](std::int32_t a, std::int32_t b) { return w[a] > w[b] || (w[a] == w[b] && a < b); };
+    std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(k), order_.end(), before);
+    std::size_t keep = k;
+    double total = 0.0;
+    for (std::size_t i = 0; i < keep; ++i) total += w[order_[i]];
     if (p_.top_p < 1.0) {
-        // The smallest prefix whose mass reaches top_p of what is kept (at least one).
-        std::size_t sorted = keep < V ? keep : 0, block = 64;
+        // The smallest prefix whose mass reaches top_p of the k (at least one).
         double acc = 0.0;
-        std::size_t cut = keep;
-        for (std::size_t i = 0; i < keep; ++i) {
-            if (i == sorted) {
-                std::size_t upto = std::min(keep, sorted + block);
-                std::partial_sort(order_.begin() + static_cast<std::ptrdiff_t>(sorted),
-                                  order_.begin() + static_cast<std::ptrdiff_t>(upto),
-                                  order_.begin() + static_cast<std::ptrdiff_t>(keep), before);
-                sorted = upto;
-                block *= 16;
-            }
-            acc += prob_[order_[i]];
+        for (std::size_t i = 0; i < k; ++i) {
+            acc += w[order_[i]];
             if (acc >= p_.top_p * total) {
-                cut = i + 1;
+                keep = i + 1;
                 break;
             }
         }
-        keep = cut;
         total = acc;
     }
     double acc = 0.0, target = u * total;
     for (std::size_t i = 0; i < keep; ++i)
-        if ((acc += prob_[order_[i]]) > target) return order_[i];
+        if ((acc += w[order_[i]]) > target) return order_[i];
     return order_[keep - 1];
+}
+
+// The smallest set of most probable ids (ties: lower id first) whose mass reaches top_p of
+// the whole: the buckets' masses from the top find the bucket the cut falls in, and only
+// that bucket's entries are sorted. The set is then every id before the cut's entry in that
+// order, and the draw walks it in id order: the same distribution as walking it most
+// probable first, without sorting what lies above the cut (most of the vocabulary when the
+// logits are flat).
+std::int32_t Sampler::draw_nucleus(double u) {
+    const std::span<const float> w = weight_;
+    const double goal = p_.top_p * sum_weights(w);
+    mass_.assign(kBuckets, 0.0);
+    for (float x : w) mass_[bucket(x)] += x;
+    std::size_t edge = kBuckets;
+    double above = 0.0;
+    while (edge > 0 && above + mass_[edge - 1] < goal) above += mass_[--edge];
+    if (edge == 0) return draw_in_id_order(w, u, block_);  // rounding: all of it
+    --edge;
+    order_.clear();
+    for (std::size_t i = 0; i < w.size(); ++i)
+        if (bucket(w[i]) == edge) order_.push_back(static_cast<std::int32_t>(i));
+    std::sort(order_.begin(), order_.end(),
+              [&](std::int32_t a, std::int32_t b) { return w[a] > w[b] || (w[a] == w[b] && a < b); });
+    std::int32_t cut = order_.back();
+    for (std::int32_t i : order_)
+        if ((above += w[i]) >= goal) {
+            cut = i;
+            break;
+        }
+    // What lies past the cut weighs nothing in the draw.
+    const float wc = weight_[static_cast<std::size_t>(cut)];
+    const auto after = static_cast<std::size_t>(cut) + 1;
+    drop_below(std::span(weight_).first(after), wc, false);
+    drop_below(std::span(weight_).subspan(after), wc, true);
+    return draw_in_id_order(weight_, u, block_);
 }
 
 }  // namespace inkling::sampling

@@ -1,6 +1,8 @@
 // Picks the next token from a row of logits: greedy (temperature 0), or temperature with
 // top-k and top-p (applied in that order, as transformers does), after an optional
-// repetition penalty. Seeded per request: the same seed and logits give the same tokens.
+// repetition penalty. Seeded per request: the same seed and logits give the same tokens, on
+// every ISA and platform (engine/sampling/weights.h). A draw costs a few passes over the
+// vocabulary, top-p's cut included (a histogram of the weights, not a sort of the ids).
 #pragma once
 
 #include <cstdint>
@@ -25,18 +27,26 @@ public:
     std::int32_t next(std::span<const float> logits, std::span<const std::int32_t> history);
 
 private:
+    std::int32_t draw_top_k(std::size_t k, double u);
+    std::int32_t draw_nucleus(double u);
+
     Params p_;
     std::mt19937_64 rng_;
-    std::vector<float> work_;
-    std::vector<double> prob_;
-    std::vector<std::int32_t> order_;
+    std::vector<float> work_;     // the logits after the penalty
+    std::vector<float> weight_;   // e^((logit − max) / T)
+    std::vector<std::uint32_t> count_;  // entries per weight bucket (top-k)
+    std::vector<double> mass_;    // weight per bucket (top-p)
+    std::vector<std::int32_t> order_;   // candidates, most probable first
+    std::vector<double> block_;   // kept weight per block of ids (the draw's walk)
 };
 
 // Index of the largest value; ties go to the lowest index.
 std::int32_t argmax(std::span<const float> values);
 
-// log Σ exp(values), in double, shifted by the maximum so nothing overflows: the
-// normaliser of a log-softmax (logprob of i = values[i] − log_sum_exp(values)).
+// log Σ exp(values), shifted by the maximum so nothing overflows: the normaliser of a
+// log-softmax (logprob of i = values[i] − log_sum_exp(values)). The terms are the sampler's
+// f32 weights (within 2 ulp of e^x), summed in double; NaNs count as -inf, an empty or
+// all -inf row gives -inf, a +inf value +inf.
 double log_sum_exp(std::span<const float> values);
 
 }  // namespace inkling::sampling

@@ -3,8 +3,8 @@
 # the engine on a tiny and a mid-size synthetic model (D=1024, 12 layers, 32 experts, bf16), each against the memory bandwidth the
 # same binary measures in the same run; then a converted model streaming its experts from
 # disk through the expert cache; then a model at Inkling-Small's width, each layer's cost and
-# the extrapolation to Inkling-Small. Prints one summary line per model and leaves the JSON
-# in BUILD/bench/*.json.
+# the extrapolation to Inkling-Small; the matmul kernels and the sampler alone. Prints one
+# summary line per model and leaves the JSON in BUILD/bench/*.json.
 set -euo pipefail
 build="${1:-build}"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -82,6 +82,9 @@ fi
 # (GB/s, and its ratio to the pinned AVX-512 read loop measured in the same run) and at 64
 # and 512 rows (GFLOP/s), ggml's figures from cpu-baselines.md printed beside them.
 "$build/inkling" bench --kernels --kernel-mb 1024 >"$out/kernels.json"
+# The sampler alone on a 201,024-entry vocabulary (greedy, temperature, top-p, top-k): ms a
+# token, which every decoded token adds on the engine's thread.
+"$build/inkling" bench --sampling >"$out/sampling.json"
 # Gateway overhead against talking to the engine directly (demo model).
 "$root/tools/make-tiny/ensure_demo.sh" "$build"
 python3 "$root/tools/bench/gateway_bench.py" "$build" "$build/demo-model" 200 >"$out/gateway.json"
