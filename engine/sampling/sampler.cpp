@@ -46,6 +46,30 @@ std::int32_t largest_number(std::span<const float> values) {
 
 }  // namespace
 
+std::vector<std::int32_t> largest(std::span<const float> values, std::size_t k) {
+    // A heap of the best k so far, the worst of them on top. Values come in index order, so a
+    // later value equal to the worst is not better (its index is higher): only a strictly
+    // greater one displaces it, and NaN never is.
+    auto better = [&](std::int32_t a, std::int32_t b) { return values[a] > values[b] || (values[a] == values[b] && a < b); };
+    std::vector<std::int32_t> best;
+    if (k == 0) return best;
+    best.reserve(std::min(k, values.size()));
+    std::size_t i = 0;
+    for (; i < values.size() && best.size() < k; ++i)
+        if (!std::isnan(values[i])) {
+            best.push_back(static_cast<std::int32_t>(i));
+            std::push_heap(best.begin(), best.end(), better);
+        }
+    for (; i < values.size(); ++i) {
+        if (!(values[i] > values[static_cast<std::size_t>(best.front())])) continue;
+        std::pop_heap(best.begin(), best.end(), better);
+        best.back() = static_cast<std::int32_t>(i);
+        std::push_heap(best.begin(), best.end(), better);
+    }
+    std::sort(best.begin(), best.end(), better);
+    return best;
+}
+
 double log_sum_exp(std::span<const float> values) {
     if (values.empty()) return -INFINITY;
     const float mx = values[static_cast<std::size_t>(largest_number(values))];
@@ -67,8 +91,8 @@ double log_sum_exp(std::span<const float> values) {
 namespace {
 
 // Weights (≥ 0) order as their bits do; the top 16 bits (exponent and 7 mantissa bits, a
-// bucket spanning under 1 % of its values) give a histogram that finds the top-k and top-p
-// cuts while comparing only the boundary bucket's entries. Weights are at most 1 (the
+// bucket spanning under 1 % of its values) give a histogram that finds the top-p cut while
+// comparing only the boundary bucket's entries. Weights are at most 1 (the
 // largest logit's), so the buckets end at 1.0's.
 constexpr int kBucketShift = 16;
 constexpr std::size_t kBuckets = (0x3f800000u >> kBucketShift) + 1;
@@ -130,39 +154,35 @@ std::int32_t Sampler::next(std::span<const float> logits, std::span<const std::i
     if (!std::isfinite(mx)) return best;
 
     const std::size_t V = row.size();
-    weight_.resize(V);
     // 1/T capped at the largest float: a tiny T keeps the largest logit's weight 0 · cap = 0
     // → e^0 = 1 (an infinite 1/T would make it NaN) and every other weight 0.
     const float inv_t = static_cast<float>(std::min(1.0 / p_.temperature, static_cast<double>(FLT_MAX)));
-    softmax_weights(row, mx, inv_t, weight_);
     // A uniform double in [0, 1) from 53 random bits: the same on every platform.
     const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53;
     const std::size_t k = p_.top_k > 0 ? std::min<std::size_t>(p_.top_k, V) : V;
-    if (k < V) return draw_top_k(k, u);
+    if (k < V) return draw_top_k(row, k, mx, inv_t, u);
+    weight_.resize(V);
+    softmax_weights(row, mx, inv_t, weight_);
     if (p_.top_p < 1.0) return draw_nucleus(u);
     return draw_in_id_order(weight_, u, block_);
 }
 
-// The k most probable (ties: lower id first), then top-p among them, drawn in that order.
-std::int32_t Sampler::draw_top_k(std::size_t k, double u) {
+// The k largest logits (ties: lower id first; as transformers' top-k, which keeps the top k
+// scores), then top-p among them, drawn in that order: only the k need weights.
+std::int32_t Sampler::draw_top_k(std::span<const float> row, std::size_t k, float mx, float inv_t, double u) {
+    order_ = largest(row, k);  // fewer than k where the rest are NaN; at least the largest
+    weight_.resize(order_.size());
+    for (std::size_t i = 0; i < order_.size(); ++i)
+        weight_[i] = exp_nonpositive((row[static_cast<std::size_t>(order_[i])] - mx) * inv_t);
     const std::span<const float> w = weight_;
-    count_.assign(kBuckets, 0);
-    for (float x : w) ++count_[bucket(x)];
-    std::size_t edge = kBuckets - 1, above = 0;
-    while (above + count_[edge] < k) above += count_[edge--];
-    order_.clear();
-    for (std::size_t i = 0; i < w.size(); ++i)
-        if (bucket(w[i]) >= edge) order_.push_back(static_cast<std::int32_t>(i));
-    auto before = [&](std::int32_t a, std::int32_t b) { return w[a] > w[b] || (w[a] == w[b] && a < b); };
-    std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(k), order_.end(), before);
-    std::size_t keep = k;
+    std::size_t keep = w.size();
     double total = 0.0;
-    for (std::size_t i = 0; i < keep; ++i) total += w[order_[i]];
+    for (float x : w) total += x;
     if (p_.top_p < 1.0) {
         // The smallest prefix whose mass reaches top_p of the k (at least one).
         double acc = 0.0;
-        for (std::size_t i = 0; i < k; ++i) {
-            acc += w[order_[i]];
+        for (std::size_t i = 0; i < w.size(); ++i) {
+            acc += w[i];
             if (acc >= p_.top_p * total) {
                 keep = i + 1;
                 break;
@@ -172,7 +192,7 @@ std::int32_t Sampler::draw_top_k(std::size_t k, double u) {
     }
     double acc = 0.0, target = u * total;
     for (std::size_t i = 0; i < keep; ++i)
-        if ((acc += w[order_[i]]) > target) return order_[i];
+        if ((acc += w[i]) > target) return order_[i];
     return order_[keep - 1];
 }
 

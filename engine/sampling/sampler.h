@@ -27,14 +27,13 @@ public:
     std::int32_t next(std::span<const float> logits, std::span<const std::int32_t> history);
 
 private:
-    std::int32_t draw_top_k(std::size_t k, double u);
+    std::int32_t draw_top_k(std::span<const float> row, std::size_t k, float mx, float inv_t, double u);
     std::int32_t draw_nucleus(double u);
 
     Params p_;
     std::mt19937_64 rng_;
     std::vector<float> work_;     // the logits after the penalty
-    std::vector<float> weight_;   // e^((logit − max) / T)
-    std::vector<std::uint32_t> count_;  // entries per weight bucket (top-k)
+    std::vector<float> weight_;   // e^((logit − max) / T): of every id, or of top-k's (in order_'s order)
     std::vector<double> mass_;    // weight per bucket (top-p)
     std::vector<std::int32_t> order_;   // candidates, most probable first
     std::vector<double> block_;   // kept weight per block of ids (the draw's walk)
@@ -42,6 +41,11 @@ private:
 
 // Index of the largest value; ties go to the lowest index.
 std::int32_t argmax(std::span<const float> values);
+
+// The indices of the k largest values, largest first (ties: the lower index first); NaNs are
+// never among them, so fewer than k come back where the rest are NaN. One pass that compares
+// each value with the k-th best so far: a logprobs request's alternatives, on every token.
+std::vector<std::int32_t> largest(std::span<const float> values, std::size_t k);
 
 // log Σ exp(values), shifted by the maximum so nothing overflows: the normaliser of a
 // log-softmax (logprob of i = values[i] − log_sum_exp(values)). The terms are the sampler's

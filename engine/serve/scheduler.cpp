@@ -306,13 +306,8 @@ protocol::TokenLogprobs Scheduler::logprobs_of(const float* logits, std::int32_t
     const std::int64_t U = model_.config.unpadded_vocab;
     const double log_z = sampling::log_sum_exp(std::span(logits, static_cast<std::size_t>(U)));
     protocol::TokenLogprobs lp{static_cast<double>(logits[chosen]) - log_z, {}};
-    std::vector<std::int32_t> order(static_cast<std::size_t>(U));
-    for (std::int64_t i = 0; i < U; ++i) order[i] = static_cast<std::int32_t>(i);
-    const std::size_t top = std::min<std::size_t>(k, order.size());
-    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(top), order.end(),
-                      [&](std::int32_t a, std::int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
-    for (std::size_t i = 0; i < top; ++i)
-        lp.top.emplace_back(static_cast<std::uint32_t>(order[i]), static_cast<double>(logits[order[i]]) - log_z);
+    for (std::int32_t i : sampling::largest(std::span(logits, static_cast<std::size_t>(U)), k))
+        lp.top.emplace_back(static_cast<std::uint32_t>(i), static_cast<double>(logits[i]) - log_z);
     return lp;
 }
 

@@ -100,14 +100,13 @@ TEST_CASE("sum_weights adds in eight lanes, then a fixed tree") {
     }
 }
 
-TEST_CASE("top-k draws exactly the k most probable ids, ties to the lower id") {
+TEST_CASE("top-k draws exactly the ids of the k largest logits, ties to the lower id") {
     for (std::size_t n : {5u, 300u, 20000u}) {
         std::vector<float> logits = random_logits(n, 11, 2.0f);
         for (std::size_t i = 0; i + 3 < n; i += 4) logits[i + 1] = logits[i];  // ties everywhere
         logits[n - 1] = -INFINITY;
         for (std::uint32_t k : {1u, 2u, 4u}) {
-            const auto w = weights_of(logits, 1.0);
-            const auto order = ranked(w);
+            const auto order = ranked(logits);
             const std::set<std::int32_t> want(order.begin(), order.begin() + k);
             INFO("n ", n, " k ", k);
             CHECK(drawn({.temperature = 1.0, .top_k = k, .seed = 3}, logits, 400) == want);
@@ -211,4 +210,24 @@ TEST_CASE("log_sum_exp agrees with a double-precision sum, and handles infinitie
     CHECK(log_sum_exp(std::vector<float>{-INFINITY, -INFINITY}) == -INFINITY);
     CHECK(log_sum_exp(std::vector<float>{1.0f, INFINITY}) == INFINITY);
     CHECK(std::abs(log_sum_exp(std::vector<float>{std::nanf(""), 0.0f, -INFINITY, 0.0f}) - std::log(2.0)) < 1e-7);
+}
+
+TEST_CASE("largest gives the k largest indices, largest first, ties to the lower index, no NaNs") {
+    for (std::size_t n : {0u, 1u, 7u, 100u, 201024u}) {
+        std::vector<float> v = random_logits(n, static_cast<std::uint32_t>(n + 1), 1.0f);
+        for (std::size_t i = 0; i + 7 < n; i += 7) v[i + 3] = v[i];  // ties
+        for (std::size_t i = 5; i < n; i += 11) v[i] = std::nanf("");
+        if (n > 2) v[0] = std::nanf("");
+        std::vector<std::int32_t> numbers;
+        for (std::size_t i = 0; i < n; ++i)
+            if (!std::isnan(v[i])) numbers.push_back(static_cast<std::int32_t>(i));
+        std::stable_sort(numbers.begin(), numbers.end(), [&](std::int32_t a, std::int32_t b) { return v[a] > v[b]; });
+        for (std::size_t k : {std::size_t{0}, std::size_t{1}, std::size_t{5}, std::size_t{20}, n, n + 3}) {
+            const std::vector<std::int32_t> want(numbers.begin(), numbers.begin() + static_cast<std::ptrdiff_t>(std::min(k, numbers.size())));
+            INFO("n ", n, " k ", k);
+            CHECK(largest(v, k) == want);
+        }
+    }
+    CHECK(largest(std::vector<float>{2, 5, 5, 1, 5}, 2) == std::vector<std::int32_t>{1, 2});
+    CHECK(largest(std::vector<float>{-INFINITY, INFINITY, 0}, 3) == std::vector<std::int32_t>{1, 2, 0});
 }
