@@ -16,55 +16,7 @@ using cpu::rmsnorm;
 
 namespace {
 constexpr double kAudioEps = 1e-6;  // the audio tower's norm: a literal, not rms_norm_eps
-
-
-// One row (a decode step) for a kernel of K taps: the general path's sums in its order,
-// without its column scratch, whose stores and reloads chained one channel to the next (9 µs
-// for 1,024 channels on Zen 4, warm; 1.6 µs so). Four of these run a layer, on the engine's
-// thread while the pool waits.
-template <int K>
-void short_conv_row(float* x, std::int64_t channels, const float* w, float* state) {
-    constexpr int kTaps = K - 1;
-    for (std::int64_t c = 0; c < channels; ++c) {
-        float* st = state + c * kTaps;
-        const float* wc = w + c * K;
-        float col[K];
-        for (int j = 0; j < kTaps; ++j) col[j] = st[j];
-        col[kTaps] = x[c];
-        float acc = 0.0f;
-        for (int j = 0; j < K; ++j) acc += wc[j] * col[j];
-        x[c] = col[kTaps] + acc;
-        for (int j = 0; j < kTaps; ++j) st[j] = col[j + 1];
-    }
-}
-
 }  // namespace
-
-void short_conv(float* x, std::int64_t rows, std::int64_t channels, const float* w, int kernel, float* state) {
-    if (rows == 1) {
-        switch (kernel) {
-        case 2: return short_conv_row<2>(x, channels, w, state);
-        case 3: return short_conv_row<3>(x, channels, w, state);
-        case 4: return short_conv_row<4>(x, channels, w, state);
-        case 5: return short_conv_row<5>(x, channels, w, state);
-        default: break;
-        }
-    }
-    const int taps = kernel - 1;
-    std::vector<float> col(static_cast<std::size_t>(taps + rows));
-    for (std::int64_t c = 0; c < channels; ++c) {
-        float* st = state + c * taps;
-        for (int j = 0; j < taps; ++j) col[j] = st[j];
-        for (std::int64_t t = 0; t < rows; ++t) col[taps + t] = x[t * channels + c];
-        const float* wc = w + c * kernel;
-        for (std::int64_t t = 0; t < rows; ++t) {
-            float acc = 0.0f;
-            for (int j = 0; j < kernel; ++j) acc += wc[j] * col[t + j];
-            x[t * channels + c] = col[taps + t] + acc;
-        }
-        for (int j = 0; j < taps; ++j) st[j] = col[rows + j];
-    }
-}
 
 Forward::Forward(const model::Model& model, cpu::ThreadPool& pool, std::shared_ptr<experts::ExpertCache> cache)
     : model_(model),
