@@ -29,6 +29,7 @@ public:
 private:
     std::int32_t draw_top_k(std::span<const float> row, std::size_t k, float mx, float inv_t, double u);
     std::int32_t draw_nucleus(double u);
+    void sort_bucket();
 
     Params p_;
     std::mt19937_64 rng_;
@@ -36,6 +37,8 @@ private:
     std::vector<float> weight_;   // e^((logit − max) / T): of every id, or of top-k's (in order_'s order)
     std::vector<double> mass_;    // weight per bucket (top-p)
     std::vector<std::int32_t> order_;   // candidates, most probable first
+    std::vector<std::int32_t> sorted_;  // sort_bucket's output
+    std::vector<std::uint32_t> start_;  // sort_bucket's counts, then positions
     std::vector<double> block_;   // kept weight per block of ids (the draw's walk)
 };
 

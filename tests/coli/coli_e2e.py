@@ -176,6 +176,9 @@ def main():
         mid = wait_for(r"Hello from tmux\s*\n\s*\S") or pane()
         after = mid.split("Hello from tmux")[-1]
         streaming = "Hello from tmux" in mid and after.strip() != "" and "tokens," not in after
+        # The first token is on the screen; the engine holds after HOLD of them, so waiting
+        # lets them all arrive before the Ctrl-C (under a loaded suite the 4th came after it).
+        time.sleep(0.5)
         tmux("send-keys", "-t", sess, "C-c")
         stopped = wait_for(rf"\[{HOLD} tokens, .*stopped\]")
         tmux("send-keys", "-t", sess, ":reset", "Enter")

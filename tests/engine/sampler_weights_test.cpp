@@ -45,6 +45,25 @@ std::set<std::int32_t> drawn(const Params& p, const std::vector<float>& logits, 
     return out;
 }
 
+// The ids most probable first and each prefix's share of the whole mass; a top_p between the
+// masses of the prefixes of keep - 1 and keep ids (so that one prefix is the set whatever
+// the summation order).
+struct Prefixes {
+    std::vector<std::int32_t> order;
+    std::vector<double> share;
+    double total = 0.0;
+    double top_p_keeping(std::size_t keep) const {
+        return keep == 1 ? share[0] / 2 : (share[keep - 2] + share[keep - 1]) / 2;
+    }
+};
+Prefixes prefixes(const std::vector<float>& w) {
+    Prefixes p{ranked(w), std::vector<double>(w.size()), 0.0};
+    for (float x : w) p.total += x;
+    double acc = 0.0;
+    for (std::size_t i = 0; i < w.size(); ++i) p.share[i] = (acc += w[p.order[i]]) / p.total;
+    return p;
+}
+
 std::vector<float> random_logits(std::size_t n, std::uint32_t seed, float spread) {
     std::mt19937 g(seed);
     std::normal_distribution<float> nd(0.0f, spread);
@@ -126,14 +145,10 @@ TEST_CASE("top-p draws exactly the shortest most-probable prefix reaching the ma
             for (std::size_t i = 0; i + 5 < n; i += 5) logits[i + 3] = logits[i];  // ties
             for (double temperature : {0.7, 1.3}) {
                 const auto w = weights_of(logits, temperature);
-                const auto order = ranked(w);
-                double total = 0.0;
-                for (float x : w) total += x;
-                std::vector<double> prefix(n);
-                double acc = 0.0;
-                for (std::size_t i = 0; i < n; ++i) prefix[i] = (acc += w[order[i]]) / total;
+                const Prefixes p = prefixes(w);
+                const auto& order = p.order;
                 for (std::size_t keep : {std::size_t{1}, std::size_t{2}, n / 8, n / 2}) {
-                    const double top_p = keep == 1 ? prefix[0] / 2 : (prefix[keep - 2] + prefix[keep - 1]) / 2;
+                    const double top_p = p.top_p_keeping(keep);
                     const std::set<std::int32_t> want(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep));
                     const int draws = 60 * static_cast<int>(keep) + 200;
                     const std::set<std::int32_t> got = drawn({.temperature = temperature, .top_p = top_p, .seed = 17}, logits, draws);
@@ -141,11 +156,27 @@ TEST_CASE("top-p draws exactly the shortest most-probable prefix reaching the ma
                     CHECK(std::includes(want.begin(), want.end(), got.begin(), got.end()));
                     CHECK(got.count(order[0]) == 1);
                     // Every kept id drawn, where even the least of them expects 15 draws or more.
-                    const double least = w[order[keep - 1]] / (prefix[keep - 1] * total);
+                    const double least = w[order[keep - 1]] / (p.share[keep - 1] * p.total);
                     if (least * draws >= 15) CHECK(got == want);
                 }
             }
         }
+    }
+}
+
+TEST_CASE("top-p over near-equal logits (one bucket of thousands of ids) keeps the exact prefix") {
+    // Logits within 0.002 of each other, many equal: the cut's bucket is most of the row.
+    const std::size_t n = 8000;
+    std::vector<float> logits(n);
+    std::mt19937 g(41);
+    std::uniform_int_distribution<int> level(0, 400);
+    for (auto& x : logits) x = 0.5f + static_cast<float>(level(g)) * 5e-6f;
+    const Prefixes p = prefixes(weights_of(logits, 1.0));
+    for (std::size_t keep : {std::size_t{1}, std::size_t{2}, std::size_t{600}}) {
+        const double top_p = p.top_p_keeping(keep);
+        const std::set<std::int32_t> want(p.order.begin(), p.order.begin() + static_cast<std::ptrdiff_t>(keep));
+        INFO("keep ", keep);
+        CHECK(drawn({.temperature = 1.0, .top_p = top_p, .seed = 43}, logits, 60 * static_cast<int>(keep) + 200) == want);
     }
 }
 
