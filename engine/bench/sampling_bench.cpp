@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
-#include <string>
 #include <vector>
 
 #include "engine/sampling/sampler.h"

@@ -33,20 +33,6 @@ std::int32_t argmax(std::span<const float> values) {
     return static_cast<std::int32_t>(at);
 }
 
-namespace {
-
-// argmax, except that a NaN first value does not win either (the sampler never draws a NaN):
-// the first largest number, or 0 in a row of NaNs.
-std::int32_t largest_number(std::span<const float> values) {
-    std::int32_t best = argmax(values);
-    if (values.empty() || !std::isnan(values[0])) return best;
-    for (std::size_t i = 1; i < values.size(); ++i)
-        if (!std::isnan(values[i]) && (std::isnan(values[best]) || values[i] > values[best])) best = static_cast<std::int32_t>(i);
-    return best;
-}
-
-}  // namespace
-
 std::vector<std::int32_t> largest(std::span<const float> values, std::size_t k) {
     // A heap of the best k so far, the worst of them on top. Values come in index order, so a
     // later value equal to the worst is not better (its index is higher): only a strictly
@@ -70,6 +56,19 @@ std::vector<std::int32_t> largest(std::span<const float> values, std::size_t k) 
     std::sort(best.begin(), best.end(), better);
     return best;
 }
+
+namespace {
+
+// argmax, except that a NaN first value does not win either (the sampler never draws a NaN):
+// the first largest number, or 0 in a row of NaNs. argmax's vectorized scan unless the row
+// starts with a NaN.
+std::int32_t largest_number(std::span<const float> values) {
+    if (values.empty() || !std::isnan(values[0])) return argmax(values);
+    const std::vector<std::int32_t> top = largest(values, 1);
+    return top.empty() ? 0 : top[0];
+}
+
+}  // namespace
 
 double log_sum_exp(std::span<const float> values) {
     if (values.empty()) return -INFINITY;
@@ -149,29 +148,31 @@ std::int32_t Sampler::next(std::span<const float> logits, std::span<const std::i
         }
     }
     if (p_.temperature <= 0.0 || row.empty()) return argmax(row);
-    const std::int32_t best = largest_number(row);
+    const std::size_t V = row.size();
+    const std::size_t k = p_.top_k > 0 ? std::min<std::size_t>(p_.top_k, V) : V;
+    // The largest logit: top-k's first candidate (no pass of its own), or the row's.
+    if (k < V) order_ = largest(row, k);
+    const std::int32_t best = k < V ? (order_.empty() ? 0 : order_[0]) : largest_number(row);
     // +inf takes every draw; a row of NaNs has nothing to draw from.
     const float mx = row[static_cast<std::size_t>(best)];
     if (!std::isfinite(mx)) return best;
 
-    const std::size_t V = row.size();
     // 1/T capped at the largest float: a tiny T keeps the largest logit's weight 0 · cap = 0
     // → e^0 = 1 (an infinite 1/T would make it NaN) and every other weight 0.
     const float inv_t = static_cast<float>(std::min(1.0 / p_.temperature, static_cast<double>(FLT_MAX)));
     // A uniform double in [0, 1) from 53 random bits: the same on every platform.
     const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53;
-    const std::size_t k = p_.top_k > 0 ? std::min<std::size_t>(p_.top_k, V) : V;
-    if (k < V) return draw_top_k(row, k, mx, inv_t, u);
+    if (k < V) return draw_top_k(row, mx, inv_t, u);
     weight_.resize(V);
     softmax_weights(row, mx, inv_t, weight_);
     if (p_.top_p < 1.0) return draw_nucleus(u);
     return draw_in_id_order(weight_, u, block_);
 }
 
-// The k largest logits (ties: lower id first; as transformers' top-k, which keeps the top k
-// scores), then top-p among them, drawn in that order: only the k need weights.
-std::int32_t Sampler::draw_top_k(std::span<const float> row, std::size_t k, float mx, float inv_t, double u) {
-    order_ = largest(row, k);  // fewer than k where the rest are NaN; at least the largest
+// order_ holds the ids of the k largest logits (ties: lower id first; as transformers'
+// top-k, which keeps the top k scores; fewer where the rest are NaN): top-p among them, then
+// a draw in that order. Only the k need weights.
+std::int32_t Sampler::draw_top_k(std::span<const float> row, float mx, float inv_t, double u) {
     weight_.resize(order_.size());
     for (std::size_t i = 0; i < order_.size(); ++i)
         weight_[i] = exp_nonpositive((row[static_cast<std::size_t>(order_[i])] - mx) * inv_t);

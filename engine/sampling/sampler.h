@@ -27,7 +27,7 @@ public:
     std::int32_t next(std::span<const float> logits, std::span<const std::int32_t> history);
 
 private:
-    std::int32_t draw_top_k(std::span<const float> row, std::size_t k, float mx, float inv_t, double u);
+    std::int32_t draw_top_k(std::span<const float> row, float mx, float inv_t, double u);
     std::int32_t draw_nucleus(double u);
     void sort_bucket();
 
