@@ -98,7 +98,4 @@ std::vector<WarmRange> warm_ranges(std::span<const model::Matrix* const> next, c
 // out = x / sqrt(mean(x²) + eps) ⊙ weight; the mean square accumulates in double.
 void rmsnorm(const float* x, const float* weight, double eps, std::int64_t n, float* out);
 
-inline float silu(float v) { return v / (1.0f + std::exp(-v)); }
-inline float sigmoid(float v) { return 1.0f / (1.0f + std::exp(-v)); }
-
 }  // namespace inkling::cpu

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/cpu/activations.h"
 #include "engine/cpu/kernels.h"
 #include "engine/forward/attention_math.h"
 
@@ -54,8 +55,9 @@ void attend_head(const model::Config& c, int layer, const float* bank, const flo
         s.scores[i] = sc;
         mx = std::max(mx, sc);
     }
+    cpu::softmax_numerators(s.scores.data(), n, mx);
     float total = 0.0f;
-    for (auto& sc : s.scores) total += (sc = std::exp(sc - mx));
+    for (float sc : s.scores) total += sc;
     if (!stats)
         for (auto& sc : s.scores) sc = sc / total;
     std::fill(out, out + hd, 0.0f);

@@ -1,5 +1,7 @@
 #include "engine/forward/gate_up.h"
 
+#include "engine/cpu/activations.h"
+
 namespace inkling::forward {
 
 void add_gate_up_jobs(const model::Ffn& f, const float* x, std::int64_t rows, std::vector<float>& buf,
@@ -26,11 +28,9 @@ void add_gate_up_weights(const model::Ffn& f, std::vector<const model::Matrix*>&
 void swiglu_in_place(const model::Ffn& f, std::int64_t rows, std::vector<float>& buf) {
     const std::int64_t I = f.gate.rows, n = rows * I;
     float* b = buf.data();
-    // Each write lands at or before the reads still to come.
-    if (f.gate_up.data)
-        for (std::int64_t i = 0; i < n; ++i) b[i] = cpu::silu(b[2 * i]) * b[2 * i + 1];
-    else
-        for (std::int64_t i = 0; i < n; ++i) b[i] = cpu::silu(b[i]) * b[n + i];
+    // In place: each write lands at or before the reads still to come.
+    if (f.gate_up.data) cpu::swiglu(b, b + 1, 2, n, b);
+    else cpu::swiglu(b, b + n, 1, n, b);
 }
 
 }  // namespace inkling::forward

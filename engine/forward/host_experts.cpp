@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "engine/cpu/activations.h"
 #include "engine/forward/gate_up.h"
 
 namespace inkling::forward {

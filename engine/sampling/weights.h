@@ -1,5 +1,5 @@
 // The unnormalized softmax weights of a row of logits, e^((l − max) / T), in f32 through an
-// exp of our own, and their sums in f64 in a fixed order. A sampled token reads every entry
+// exp of our own (engine/cpu/exp_core.h), and their sums in f64 in a fixed order. A sampled token reads every entry
 // of the vocabulary (201,024 for Inkling): std::exp in double took 1.4 ms of it there. These
 // loops are plain code the compiler vectorizes, and the file is compiled without
 // floating-point contraction (engine/CMakeLists.txt), so every ISA and platform computes the

@@ -40,6 +40,7 @@
 #include <tuple>
 #include <vector>
 
+#include "engine/cpu/activations.h"
 #include "engine/cpu/kernels.h"
 #include "engine/forward/attention.h"
 #include "engine/forward/attention_math.h"
