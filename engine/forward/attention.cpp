@@ -24,49 +24,71 @@ struct HeadScratch {
     std::vector<KvRun> runs;
 };
 
-// One query (row, head) at position p over positions t0 … t0+n−1 (all ≤ p), given as runs
-// of consecutive keys and values in position order. Without `stats` out[hd] is the
-// normalised output; with it the softmax is left open: out gets Σ e_t·v_t, stats[0] the
-// max score and stats[1] Σ e_t. Each run's dot products and weighted sum go to the kernels
-// in one call (a call a position cost more than the arithmetic at short contexts); each
-// element keeps the order of a position-by-position loop.
-void attend_head(const model::Config& c, int layer, const float* bank, const float* q, const float* r, std::int64_t p,
-                 std::int64_t t0, std::int64_t n, HeadScratch& s, float* out, float* stats) {
+// Keys (or values) a tile holds while every head of a group passes over it (16 KB: it stays
+// in L1 between the heads).
+constexpr std::int64_t kTileBytes = 16 << 10;
+
+// Queries of `heads` consecutive heads sharing one KV head (row fixed) at position p over
+// positions t0 … t0+n−1 (all ≤ p), given as runs of consecutive keys and values in position
+// order; head h's query, relative projection and output at q + h·hd, r + h·d_rel and
+// out + h·stride. Without `stats` out[hd] is the normalised output; with it the softmax is
+// left open: out gets Σ e_t·v_t, stats[h·stride] the max score and the next float Σ e_t.
+// The keys and values are read once for all the heads, a tile at a time; each head's dot
+// products and weighted sums are the kernels' (dots, axpys) over the same positions in the
+// same order, so a head gives the same bits in any group (a call a run per head cost more
+// than the arithmetic at short contexts, so a lone head takes each run in one call).
+void attend_heads(const model::Config& c, int layer, const float* bank, const float* q, const float* r,
+                  std::int64_t heads, std::int64_t p, std::int64_t t0, std::int64_t n, HeadScratch& s, float* out,
+                  float* stats, std::int64_t stride) {
     const std::int64_t hd = c.layer_head_dim(layer), ext = c.layer_extent(layer), d_rel = c.d_rel;
     const float inv_hd = 1.0f / static_cast<float>(hd);
     const float tau = attention_tau(c, layer, p);
-    // This head's bias for each backward distance it sees, from the nearest (dmin) on,
-    // zero past the bank: Σ_d r[d]·bank[d][e], d in order.
+    const std::int64_t tile = heads == 1 ? n : std::max<std::int64_t>(8, kTileBytes / (hd * 4));
+    // Each head's bias for each backward distance it sees, from the nearest (dmin) on, zero
+    // past the bank: Σ_d r[d]·bank[d][e], d in order.
     const std::int64_t dmin = p - (t0 + n - 1);
     const std::int64_t nb = std::clamp<std::int64_t>(std::min(ext, p - t0 + 1) - dmin, 0, n);
-    s.bias.assign(static_cast<std::size_t>(nb), 0.0f);
-    if (nb > 0) cpu::axpys(r, bank + dmin, ext, d_rel, nb, s.bias.data());
-    s.scores.resize(static_cast<std::size_t>(n));
+    s.bias.assign(static_cast<std::size_t>(heads * nb), 0.0f);
+    if (nb > 0)
+        for (std::int64_t h = 0; h < heads; ++h) cpu::axpys(r + h * d_rel, bank + dmin, ext, d_rel, nb, s.bias.data() + h * nb);
+    s.scores.resize(static_cast<std::size_t>(heads * n));
     std::int64_t at = 0;
     for (const KvRun& run : s.runs) {
-        cpu::dots(q, run.k, run.stride, run.n, hd, s.scores.data() + at);
+        for (std::int64_t i = 0; i < run.n; i += tile) {
+            const std::int64_t m = std::min(tile, run.n - i);
+            for (std::int64_t h = 0; h < heads; ++h)
+                cpu::dots(q + h * hd, run.k + i * run.stride, run.stride, m, hd, s.scores.data() + h * n + at + i);
+        }
         at += run.n;
     }
-    float mx = -std::numeric_limits<float>::infinity();
-    for (std::int64_t i = 0; i < n; ++i) {
-        const std::int64_t dist = p - (t0 + i);
-        const float bias = dist < ext ? s.bias[dist - dmin] : 0.0f;
-        const float sc = attention_score(s.scores[i], inv_hd, bias, tau);
-        s.scores[i] = sc;
-        mx = std::max(mx, sc);
+    for (std::int64_t h = 0; h < heads; ++h) {
+        float* sh = s.scores.data() + h * n;
+        const float* bh = s.bias.data() + h * nb;
+        float mx = -std::numeric_limits<float>::infinity();
+        for (std::int64_t i = 0; i < n; ++i) {
+            const std::int64_t dist = p - (t0 + i);
+            const float bias = dist < ext ? bh[dist - dmin] : 0.0f;
+            const float sc = attention_score(sh[i], inv_hd, bias, tau);
+            sh[i] = sc;
+            mx = std::max(mx, sc);
+        }
+        cpu::softmax_numerators(sh, n, mx);
+        float total = 0.0f;
+        for (std::int64_t i = 0; i < n; ++i) total += sh[i];
+        if (stats) stats[h * stride] = mx, stats[h * stride + 1] = total;
+        else
+            for (std::int64_t i = 0; i < n; ++i) sh[i] = sh[i] / total;
+        std::fill(out + h * stride, out + h * stride + hd, 0.0f);
     }
-    cpu::softmax_numerators(s.scores.data(), n, mx);
-    float total = 0.0f;
-    for (float sc : s.scores) total += sc;
-    if (!stats)
-        for (auto& sc : s.scores) sc = sc / total;
-    std::fill(out, out + hd, 0.0f);
     at = 0;
     for (const KvRun& run : s.runs) {
-        cpu::axpys(s.scores.data() + at, run.v, run.stride, run.n, hd, out);
+        for (std::int64_t i = 0; i < run.n; i += tile) {
+            const std::int64_t m = std::min(tile, run.n - i);
+            for (std::int64_t h = 0; h < heads; ++h)
+                cpu::axpys(s.scores.data() + h * n + at + i, run.v + i * run.stride, run.stride, m, hd, out + h * stride);
+        }
         at += run.n;
     }
-    if (stats) stats[0] = mx, stats[1] = total;
 }
 
 // Positions [from, to) of a session's cache for KV head g ([kv_heads][rows][hd], t at row
@@ -105,10 +127,17 @@ void attend(const AttentionView& a, std::int64_t R, cpu::ThreadPool* pool, float
         for (std::int64_t s = 0; s < sp.rows; ++s) span_of[sp.first + s] = static_cast<std::int32_t>(b);
         work += sp.rows * H * (sp.pos0 + sp.rows);
     }
-    run_jobs(pool, R * H, work, [&](std::int64_t begin, std::int64_t end) {
+    // A job takes a row's heads that share a KV head, so their keys and values are read once,
+    // halving the group while that leaves fewer jobs than threads (a decode step on many
+    // cores: Inkling-Small's 8 KV heads against 16 threads).
+    std::int64_t per = group;
+    const std::int64_t ways = pool ? pool->size() : 1;
+    while (per % 2 == 0 && R * (H / per) < ways) per /= 2;
+    const std::int64_t jobs_per_row = H / per;
+    run_jobs(pool, R * jobs_per_row, work, [&](std::int64_t begin, std::int64_t end) {
         HeadScratch s;
         for (std::int64_t job = begin; job < end; ++job) {
-            const std::int64_t row = job / H, hh = job % H, g = hh / group;
+            const std::int64_t row = job / jobs_per_row, hh = job % jobs_per_row * per, g = hh / group;
             const Span& sp = a.spans[span_of[row]];
             const LayerState& st = sp.state->layers[layer];
             const std::int64_t p = sp.pos0 + (row - sp.first);
@@ -119,8 +148,8 @@ void attend(const AttentionView& a, std::int64_t R, cpu::ThreadPool* pool, float
             const std::int64_t fresh = std::max(t0, sp.pos0);
             const std::int64_t off = ((sp.first + fresh - sp.pos0) * KV + g) * hd;
             if (fresh <= p) s.runs.push_back({a.k + off, a.v + off, KV * hd, p - fresh + 1});
-            attend_head(c, layer, a.bank, a.q + (row * H + hh) * hd, a.r + (row * H + hh) * c.d_rel, p, t0, p - t0 + 1,
-                        s, out + (row * H + hh) * hd, nullptr);
+            attend_heads(c, layer, a.bank, a.q + (row * H + hh) * hd, a.r + (row * H + hh) * c.d_rel, per, p, t0,
+                         p - t0 + 1, s, out + (row * H + hh) * hd, nullptr, hd);
         }
     });
 }
@@ -139,8 +168,8 @@ void attend_stats(const AttentionView& a, std::size_t span, std::int64_t lo, cpu
             s.runs.clear();
             add_cache_runs(st, g, 0, lo, s.runs);
             float* o = out + (row * H + hh) * (hd + 2);
-            attend_head(c, layer, a.bank, a.q + (row * H + hh) * hd, a.r + (row * H + hh) * c.d_rel,
-                        sp.pos0 + (row - sp.first), 0, lo, s, o + 2, o);
+            attend_heads(c, layer, a.bank, a.q + (row * H + hh) * hd, a.r + (row * H + hh) * c.d_rel, 1,
+                         sp.pos0 + (row - sp.first), 0, lo, s, o + 2, o, hd + 2);
         }
     });
 }

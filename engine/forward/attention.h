@@ -1,6 +1,6 @@
 // Inkling attention on the CPU, once: the forward's attention block and the host's share
 // of a layer the Vulkan chain splits (older positions attended on the host, the device's
-// online softmax starting from the host's statistics) both run attend_head.
+// online softmax starting from the host's statistics) both run attend_heads (attention.cpp).
 //
 // score(t) = (q·k_t / hd + bias(p − t)) · tau, bias(e) = Σ_d r[d]·bank[d][e] for e < extent
 // (else 0), softmax over the visible positions, output Σ p_t·v_t.
@@ -30,7 +30,9 @@ struct AttentionView {
 };
 
 // Every row and head over every position it sees (the sliding window on local layers):
-// out [R][H][hd]. One job per (row, head) on `pool` when the work is worth it.
+// out [R][H][hd]. One job per row and group of heads sharing a KV head (their keys and
+// values read once for the group) on `pool` when the work is worth it; a head's output is
+// the same bits whatever the grouping.
 void attend(const AttentionView& a, std::int64_t rows, cpu::ThreadPool* pool, float* out);
 
 // Statistics mode, for span `span` alone: its rows over cache positions [0, lo) only, the

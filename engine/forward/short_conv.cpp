@@ -30,6 +30,43 @@ void short_conv_row(float* x, std::int64_t channels, const float* w, float* stat
     }
 }
 
+// Several rows (a prompt chunk) for a kernel of K taps: row by row, every channel of a row in
+// one loop (contiguous, so it vectorizes), the inputs of the last K − 1 rows kept in a ring
+// of K rows (the row's own input goes to a slot none of them is in). The general path
+// below walks a channel at a time and reads each row's value `channels` floats apart: 4.7 %
+// of a 2,048-token prefill of the mid model. The same sums in the same order.
+template <int K>
+void short_conv_rows(float* x, std::int64_t rows, std::int64_t channels, const float* w, float* state) {
+    constexpr int kTaps = K - 1;
+    const auto C = static_cast<std::size_t>(channels);
+    // wt[j·C + c] = w[c·K + j]; ring slot s holds a row's inputs, the oldest tap at `first`.
+    std::vector<float> wt(K * C), ring(K * C);
+    for (std::size_t c = 0; c < C; ++c) {
+        for (int j = 0; j < K; ++j) wt[j * C + c] = w[c * K + static_cast<std::size_t>(j)];
+        for (int j = 0; j < kTaps; ++j) ring[j * C + c] = state[c * kTaps + static_cast<std::size_t>(j)];
+    }
+    int first = 0;
+    for (std::int64_t t = 0; t < rows; ++t) {
+        const float* tap[kTaps > 0 ? kTaps : 1];
+        for (int j = 0; j < kTaps; ++j) tap[j] = ring.data() + ((first + j) % K) * C;
+        float* saved = ring.data() + ((first + kTaps) % K) * C;
+        float* xt = x + t * channels;
+        const float* wl = wt.data() + kTaps * C;
+        for (std::size_t c = 0; c < C; ++c) {
+            const float in = xt[c];
+            float acc = 0.0f;
+#pragma GCC unroll 4
+            for (int j = 0; j < kTaps; ++j) acc += wt[j * C + c] * tap[j][c];
+            acc += wl[c] * in;
+            xt[c] = in + acc;
+            saved[c] = in;
+        }
+        first = (first + 1) % K;
+    }
+    for (std::size_t c = 0; c < C; ++c)
+        for (int j = 0; j < kTaps; ++j) state[c * kTaps + static_cast<std::size_t>(j)] = ring[((first + j) % K) * C + c];
+}
+
 }  // namespace
 
 void short_conv(float* x, std::int64_t rows, std::int64_t channels, const float* w, int kernel, float* state) {
@@ -41,6 +78,13 @@ void short_conv(float* x, std::int64_t rows, std::int64_t channels, const float*
         case 5: return short_conv_row<5>(x, channels, w, state);
         default: break;
         }
+    }
+    switch (kernel) {
+    case 2: return short_conv_rows<2>(x, rows, channels, w, state);
+    case 3: return short_conv_rows<3>(x, rows, channels, w, state);
+    case 4: return short_conv_rows<4>(x, rows, channels, w, state);
+    case 5: return short_conv_rows<5>(x, rows, channels, w, state);
+    default: break;
     }
     const int taps = kernel - 1;
     std::vector<float> col(static_cast<std::size_t>(taps + rows));

@@ -124,6 +124,34 @@ TEST_CASE("one-shot, chunked and token-by-token feeding give bitwise equal logit
     }
 }
 
+TEST_CASE("logits are bitwise the same on any thread count (attention's head groups split alike)") {
+    // Attention takes a KV head's query heads together, in smaller groups when a step has
+    // fewer groups than threads: 1 thread gives whole groups, 8 single heads here.
+    for (const char* name : {"ring-hf-f32", "mixed-hf-f32", "base-release-bf16"}) {
+        CAPTURE(name);
+        auto golden = test_paths::golden(name);
+        auto model = model::load_model(test_paths::fixtures() / name);
+        auto prompt = golden["prompt_ids"].get<std::vector<std::int32_t>>();
+        const auto P = static_cast<std::int64_t>(prompt.size());
+        auto run = [&](unsigned threads) {
+            cpu::ThreadPool pool(threads);
+            forward::Forward fw(model, pool);
+            auto state = forward::make_session(model.config, P);
+            auto all = fw.step(state, std::span(prompt).subspan(0, P / 2), nullptr, true);
+            for (std::int64_t at = P / 2; at < P; ++at) {  // the rest a token at a time (decode)
+                auto l = fw.step(state, std::span(prompt).subspan(at, 1), nullptr, true);
+                all.insert(all.end(), l.begin(), l.end());
+            }
+            return all;
+        };
+        const auto one = run(1);
+        for (unsigned threads : {2u, 3u, 8u}) {
+            CAPTURE(threads);
+            CHECK(run(threads) == one);
+        }
+    }
+}
+
 TEST_CASE("a state never overflows its capacity, and reset starts a fresh conversation") {
     cpu::ThreadPool pool(1);
     auto model = model::load_model(test_paths::fixtures() / "ring-hf-f32");
