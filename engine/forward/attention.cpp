@@ -134,10 +134,14 @@ void attend(const AttentionView& a, std::int64_t R, cpu::ThreadPool* pool, float
     const std::int64_t ways = pool ? pool->size() : 1;
     while (per % 2 == 0 && R * (H / per) < ways) per /= 2;
     const std::int64_t jobs_per_row = H / per;
+    // Rows in the order 0, R−1, 1, R−2, …: a prompt chunk's later rows see more positions
+    // (all of them on a global layer), and the pool gives each thread a contiguous range of
+    // jobs — in row order the last thread had 3× the first's work at 2 threads.
+    auto row_of = [R](std::int64_t k) { return k % 2 == 0 ? k / 2 : R - 1 - k / 2; };
     run_jobs(pool, R * jobs_per_row, work, [&](std::int64_t begin, std::int64_t end) {
         HeadScratch s;
         for (std::int64_t job = begin; job < end; ++job) {
-            const std::int64_t row = job / jobs_per_row, hh = job % jobs_per_row * per, g = hh / group;
+            const std::int64_t row = row_of(job / jobs_per_row), hh = job % jobs_per_row * per, g = hh / group;
             const Span& sp = a.spans[span_of[row]];
             const LayerState& st = sp.state->layers[layer];
             const std::int64_t p = sp.pos0 + (row - sp.first);

@@ -126,7 +126,7 @@ TEST_CASE("axpys and dots give the bits of a call a row, and on x86 the plain lo
         if (!cpu::isa_supported(isa)) continue;
         cpu::set_isa(isa);
         CAPTURE(std::string(cpu::isa_name(isa)));
-        for (std::int64_t n : {1, 15, 16, 17, 50, 64, 65, 130}) {
+        for (std::int64_t n : {1, 15, 16, 17, 50, 64, 65, 128, 130}) {
             const std::int64_t rows = 37, stride = n + 3;
             std::vector<float> x(static_cast<std::size_t>(rows * stride)), a(static_cast<std::size_t>(rows)),
                 q(static_cast<std::size_t>(n)), y0(static_cast<std::size_t>(n));
