@@ -47,7 +47,7 @@ void short_conv_rows(float* x, std::int64_t rows, std::int64_t channels, const f
     }
     int first = 0;
     for (std::int64_t t = 0; t < rows; ++t) {
-        const float* tap[kTaps > 0 ? kTaps : 1];
+        const float* tap[kTaps];
         for (int j = 0; j < kTaps; ++j) tap[j] = ring.data() + ((first + j) % K) * C;
         float* saved = ring.data() + ((first + kTaps) % K) * C;
         float* xt = x + t * channels;

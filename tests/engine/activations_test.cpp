@@ -36,6 +36,19 @@ std::vector<float> sweep() {
 
 bool same_bits(float a, float b) { return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b); }
 
+// Runs fn(isa) with each ISA this CPU has selected, then restores the best one.
+template <class Fn>
+void each_isa(Fn fn) {
+    struct Restore {
+        ~Restore() { cpu::set_isa(cpu::best_isa()); }
+    } restore;
+    for (cpu::Isa isa : cpu::isas()) {
+        if (!cpu::isa_supported(isa)) continue;
+        cpu::set_isa(isa);
+        fn(isa);
+    }
+}
+
 }  // namespace
 
 TEST_CASE("sigmoid and silu are within a few ulp of the exact values") {
@@ -74,14 +87,9 @@ TEST_CASE("sigmoid and silu at their special values") {
 }
 
 TEST_CASE("swiglu's loops give the scalar functions' bits on every ISA, strided and in place") {
-    struct Restore {
-        ~Restore() { cpu::set_isa(cpu::best_isa()); }
-    } restore;
     std::mt19937 rng(7);
     std::normal_distribution<float> g(0.0f, 4.0f);
-    for (cpu::Isa isa : cpu::isas()) {
-        if (!cpu::isa_supported(isa)) continue;
-        cpu::set_isa(isa);
+    each_isa([&](cpu::Isa isa) {
         const std::string isa_text = cpu::isa_name(isa);
         CAPTURE(isa_text);
         for (std::int64_t n : {1, 5, 63, 64, 65, 200, 2560}) {
@@ -107,13 +115,10 @@ TEST_CASE("swiglu's loops give the scalar functions' bits on every ISA, strided 
             CHECK(inter_ok);
             CHECK(split_ok);
         }
-    }
+    });
 }
 
 TEST_CASE("softmax_numerators: e^(v - max) within 2 ulp, the same bits on every ISA, -inf to 0, NaN kept") {
-    struct Restore {
-        ~Restore() { cpu::set_isa(cpu::best_isa()); }
-    } restore;
     std::mt19937 rng(9);
     std::normal_distribution<float> g(0.0f, 6.0f);
     std::vector<float> scores(1000);
@@ -125,9 +130,7 @@ TEST_CASE("softmax_numerators: e^(v - max) within 2 ulp, the same bits on every 
     for (float v : scores)
         if (v == v) mx = std::max(mx, v);
     std::vector<float> first;
-    for (cpu::Isa isa : cpu::isas()) {
-        if (!cpu::isa_supported(isa)) continue;
-        cpu::set_isa(isa);
+    each_isa([&](cpu::Isa isa) {
         const std::string isa_text = cpu::isa_name(isa);
         CAPTURE(isa_text);
         // Odd lengths reach the loops' tails.
@@ -146,5 +149,5 @@ TEST_CASE("softmax_numerators: e^(v - max) within 2 ulp, the same bits on every 
             }
             CHECK(worst <= 2.0);
         }
-    }
+    });
 }
