@@ -372,6 +372,28 @@ std::int64_t row_units(const Matrix& w) {
     return w.rows > 0 ? std::max<std::int64_t>(1, static_cast<std::int64_t>(w.bytes()) / w.rows / 64) : 1;
 }
 
+// Multiply-adds a core does, by weight kind, in the time 64 bytes of weights arrive from
+// memory: `inkling bench --kernels` at n = 64 on AMD Zen 4 (2 threads: bf16 exact ~205
+// GFLOP/s, vdpbf16ps ~350, int8 ~330, int4 ~400) against ~25 GB/s a core.
+std::int64_t macs_per_unit(DType dtype) {
+    switch (dtype) {
+        case DType::BF16: return g_numerics == Numerics::Bf16 && bf16_dot_product_active() ? 224 : 128;
+        case DType::I8: return 224;
+        case DType::Q4: return 256;
+        default: return 64;
+    }
+}
+
+// What a row of `w` against `rows_x` activation rows costs in those units: its bytes while
+// memory bounds it (decode), its arithmetic once that takes longer (prefill, batched decode).
+// A prompt chunk's MoE group mixes routed experts of a few dozen rows with shared ones of
+// all the chunk's rows: shared by bytes alone, the thread holding the shared experts had
+// most of the arithmetic while the other waited (Inkling-Small's width, a 512-token prompt:
+// the engine's thread idle half of every MoE layer's expert time).
+std::int64_t row_cost(const Matrix& w, std::int64_t rows_x) {
+    return std::max(row_units(w), rows_x * w.cols / macs_per_unit(w.dtype));
+}
+
 // The rows of a product whose first unit falls in [begin, end), the product's rows taking
 // `u` units each from unit `first` of the group: how matmul_group's threads share a group.
 std::pair<std::int64_t, std::int64_t> rows_in(std::int64_t begin, std::int64_t end, std::int64_t first,
@@ -427,18 +449,18 @@ std::vector<WarmRange> warm_ranges(std::span<const Matrix* const> next, const Th
 
 void matmul_group(std::span<const MatJob> jobs, ThreadPool& pool, std::optional<std::span<const Matrix* const>> next) {
     const Kernels k = g_kernels;
-    // The threads share the jobs' output rows by the bytes they read, not by their count: a
-    // row of bf16 weights reads twice an int8 row's bytes and four times an int4 row's, and a
-    // group of int4 routed experts and a bf16 shared one (a converted checkpoint's MoE layer)
-    // split by rows left one thread with most of the bytes. Job i's row r spans units[i]
-    // units (its bytes / 64) from the job's first unit + r·units[i]; a thread takes the rows
-    // whose first unit falls in its share of the total.
+    // The threads share the jobs' output rows by what they cost (row_cost), not by their
+    // count: a row of bf16 weights reads twice an int8 row's bytes and four times an int4
+    // row's, and a group of int4 routed experts and a bf16 shared one (a converted
+    // checkpoint's MoE layer) split by rows left one thread with most of the bytes. Job i's
+    // row r spans units[i] units from the job's first unit + r·units[i]; a thread takes the
+    // rows whose first unit falls in its share of the total.
     std::vector<std::int64_t>& units = thread_scratch<std::int64_t, struct units_scratch>();
     units.assign(jobs.size(), 1);
     std::int64_t total = 0, work = 0;
     for (std::size_t i = 0; i < jobs.size(); ++i) {
         const MatJob& j = jobs[i];
-        units[i] = row_units(*j.w);
+        units[i] = row_cost(*j.w, j.rows_x);
         total += j.w->rows * units[i];
         work += j.w->rows * j.w->cols * j.rows_x;
     }

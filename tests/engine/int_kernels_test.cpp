@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/cpu/bf16_matmul.h"
 #include "engine/cpu/int_kernels.h"
 #include "engine/cpu/kernels.h"
 #include "engine/quant/quantize.h"
@@ -190,6 +191,42 @@ TEST_CASE("matmul_group mixes float, int8 and int4 jobs on shared activations, e
         CHECK(bitwise_equal(yf, run(x.data(), xs, mf, pool)));
         CHECK(bitwise_equal(y4, run(x.data(), xs, m4, pool)));
         CHECK(bitwise_equal(y4b, run(x2.data(), 2, m4, pool)));
+    });
+}
+
+// A prompt chunk's MoE group: int4 routed experts over a few rows each beside a bf16 shared
+// one over every row. The threads share it by cost (its arithmetic, not its bytes, past a
+// few rows), so the split falls elsewhere than by bytes; each product keeps its bits.
+TEST_CASE("matmul_group of few-row int4 experts and a many-row bf16 one, each as matmul alone on any thread count") {
+    std::mt19937 rng(16);
+    each_isa([&](cpu::Isa) {
+        const std::int64_t cols = 256, out = 48, all_rows = 40;
+        const auto x = random_values(all_rows * cols, rng);
+        std::vector<quant::QuantizedMatrix> routed;
+        for (int e = 0; e < 5; ++e) routed.push_back(quant::quantize_int4_groups(random_values(out * cols, rng).data(), out, cols, 32));
+        const auto sf = random_values(out * cols, rng);
+        std::vector<std::uint16_t> sh(sf.size());
+        for (std::size_t i = 0; i < sf.size(); ++i) sh[i] = cpu::round_to_bf16(sf[i]);
+        const model::Matrix shared{reinterpret_cast<const std::byte*>(sh.data()), DType::BF16, out, cols, cols};
+        const std::int64_t rows_of[] = {3, 1, 7, 2, 5};
+        std::vector<model::Matrix> views;
+        for (const auto& q : routed) views.push_back(q.view());
+        cpu::ThreadPool one(1);
+        std::vector<std::vector<float>> want;
+        for (int e = 0; e < 5; ++e) want.push_back(run(x.data() + e * cols, rows_of[e], views[e], one));
+        want.push_back(run(x.data(), all_rows, shared, one));
+        for (unsigned threads : {2u, 3u}) {
+            CAPTURE(threads);
+            cpu::ThreadPool pool(threads);
+            std::vector<std::vector<float>> got;
+            std::vector<cpu::MatJob> jobs;
+            for (int e = 0; e < 5; ++e) got.emplace_back(static_cast<std::size_t>(rows_of[e] * out));
+            got.emplace_back(static_cast<std::size_t>(all_rows * out));
+            for (int e = 0; e < 5; ++e) jobs.push_back({x.data() + e * cols, rows_of[e], &views[e], got[e].data()});
+            jobs.push_back({x.data(), all_rows, &shared, got[5].data()});
+            cpu::matmul_group(jobs, pool);
+            for (std::size_t j = 0; j < got.size(); ++j) CHECK(bitwise_equal(got[j], want[j]));
+        }
     });
 }
 
