@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/cpu/kernels.h"
+#include "engine/cpu/thread_scratch.h"
 #include "engine/forward/attention.h"
 #include "engine/forward/forward.h"
 #include "engine/forward/gate_up.h"
@@ -19,8 +20,8 @@ void CpuBackend::begin(std::span<const Span> spans, std::int64_t rows, float* x)
     spans_.assign(spans.begin(), spans.end());
     rows_ = rows;
     x_ = x;
-    h_.resize(static_cast<std::size_t>(rows * c_.hidden));
-    a_.resize(h_.size());
+    cpu::at_least(h_, static_cast<std::size_t>(rows * c_.hidden));
+    cpu::at_least(a_, static_cast<std::size_t>(rows * c_.hidden));
 }
 
 std::vector<const model::Matrix*> CpuBackend::after_attention(int layer) const {
@@ -61,33 +62,34 @@ void CpuBackend::attention(int layer) {
     for (std::int64_t s = 0; s < R; ++s) rmsnorm(x_ + s * D, L.attn_norm.data(), c_.eps, D, h_.data() + s * D);
     Meter::lap(t, times.convs_norms);
 
-    std::vector<float> q(static_cast<std::size_t>(R * H * hd)), k(static_cast<std::size_t>(R * kvd)),
-        v(static_cast<std::size_t>(R * kvd)), r(static_cast<std::size_t>(R * H * c_.d_rel));
+    float* q = cpu::at_least(q_, static_cast<std::size_t>(R * H * hd));
+    float* k = cpu::at_least(k_, static_cast<std::size_t>(R * kvd));
+    float* v = cpu::at_least(v_, static_cast<std::size_t>(R * kvd));
+    float* r = cpu::at_least(r_, static_cast<std::size_t>(R * H * c_.d_rel));
     const float* h = h_.data();
     // The output projection is warmed while the convs, norms and attention run.
     const model::Matrix* const wo = &L.wo;
-    meter_.mm_group({{h, R, &L.wq, q.data()}, {h, R, &L.wk, k.data()}, {h, R, &L.wv, v.data()}, {h, R, &L.wr, r.data()}},
-                    std::span(&wo, 1));
+    meter_.mm_group({{h, R, &L.wq, q}, {h, R, &L.wk, k}, {h, R, &L.wv, v}, {h, R, &L.wr, r}}, std::span(&wo, 1));
     // K and V short convs act on the raw projections, before the head norms; each
     // session's rows continue that session's conv history.
     for (const Span& sp : spans_) {
         LayerState& st = sp.state->layers[layer];
-        short_conv(k.data() + sp.first * kvd, sp.rows, kvd, L.k_conv.data(), c_.conv_kernel, st.conv[0].data());
-        short_conv(v.data() + sp.first * kvd, sp.rows, kvd, L.v_conv.data(), c_.conv_kernel, st.conv[1].data());
+        short_conv(k + sp.first * kvd, sp.rows, kvd, L.k_conv.data(), c_.conv_kernel, st.conv[0].data());
+        short_conv(v + sp.first * kvd, sp.rows, kvd, L.v_conv.data(), c_.conv_kernel, st.conv[1].data());
     }
     for (std::int64_t s = 0; s < R; ++s) {
         for (std::int64_t hh = 0; hh < H; ++hh) {
-            float* qh = q.data() + (s * H + hh) * hd;
+            float* qh = q + (s * H + hh) * hd;
             rmsnorm(qh, L.q_norm.data(), c_.eps, hd, qh);
         }
         for (std::int64_t g = 0; g < KV; ++g) {
-            float* kh = k.data() + (s * KV + g) * hd;
+            float* kh = k + (s * KV + g) * hd;
             rmsnorm(kh, L.k_norm.data(), c_.eps, hd, kh);
         }
     }
-    std::vector<float> ctx(static_cast<std::size_t>(R * H * hd));
-    const AttentionView view{c_, layer, L.rel_bank.data(), spans_, q.data(), k.data(), v.data(), r.data()};
-    attend(view, R, &meter_.pool(), ctx.data());
+    float* ctx = cpu::at_least(ctx_, static_cast<std::size_t>(R * H * hd));
+    const AttentionView view{c_, layer, L.rel_bank.data(), spans_, q, k, v, r};
+    attend(view, R, &meter_.pool(), ctx);
 
     // Each block's K/V rows join its cache after scoring; rows a ring would overwrite
     // within the same block are skipped.
@@ -96,12 +98,12 @@ void CpuBackend::attention(int layer) {
         for (std::int64_t s = std::max<std::int64_t>(0, sp.rows - st.rows); s < sp.rows; ++s) {
             const std::int64_t row = (sp.pos0 + s) % st.rows, src = sp.first + s;
             for (std::int64_t g = 0; g < KV; ++g) {
-                std::copy_n(k.data() + (src * KV + g) * hd, hd, st.k.data() + (g * st.rows + row) * hd);
-                std::copy_n(v.data() + (src * KV + g) * hd, hd, st.v.data() + (g * st.rows + row) * hd);
+                std::copy_n(k + (src * KV + g) * hd, hd, st.k.data() + (g * st.rows + row) * hd);
+                std::copy_n(v + (src * KV + g) * hd, hd, st.v.data() + (g * st.rows + row) * hd);
             }
         }
     }
-    meter_.mm(ctx.data(), R, L.wo, a_.data(), after_attention(layer));
+    meter_.mm(ctx, R, L.wo, a_.data(), after_attention(layer));
     Meter::lap(t, times.attention);
     conv_add(layer, 2, L.attn_conv);
     Meter::lap(t, times.convs_norms);
@@ -109,13 +111,13 @@ void CpuBackend::attention(int layer) {
 
 void CpuBackend::ffn(const model::Ffn& f, std::int64_t rows, const float* x, float* out,
                      std::span<const model::Matrix* const> then) {
-    std::vector<float> gu;
+    float* gu = cpu::at_least(gu_, static_cast<std::size_t>(gate_up_floats(f, rows)));
     std::vector<cpu::MatJob> jobs;
     add_gate_up_jobs(f, x, rows, gu, jobs);
     const model::Matrix* const down = &f.down;
     meter_.mm_group(jobs, std::span(&down, 1));
     swiglu_in_place(f, rows, gu);
-    meter_.mm(gu.data(), rows, f.down, out, then);
+    meter_.mm(gu, rows, f.down, out, then);
 }
 
 void CpuBackend::dense_mlp(int layer) {
@@ -155,15 +157,15 @@ void CpuBackend::head(const std::vector<std::int64_t>& out_rows, float* logits) 
     // The final norm, ÷ mup and lm_head of those rows at once.
     const std::int64_t D = c_.hidden, n = static_cast<std::int64_t>(out_rows.size());
     auto t = Meter::Clock::now();
-    std::vector<float> y(static_cast<std::size_t>(n * D));
+    float* y = cpu::at_least(gu_, static_cast<std::size_t>(n * D));
     const float inv_mup = static_cast<float>(1.0 / c_.mup);
     for (std::int64_t s = 0; s < n; ++s) {
-        float* ys = y.data() + s * D;
+        float* ys = y + s * D;
         rmsnorm(x_ + out_rows[s] * D, w_.final_norm.data(), c_.eps, D, ys);
         for (std::int64_t d = 0; d < D; ++d) ys[d] *= inv_mup;
     }
     std::fill(logits, logits + n * c_.unpadded_vocab, 0.0f);
-    meter_.mm(y.data(), n, w_.lm_head, logits, after_layer(-1));
+    meter_.mm(y, n, w_.lm_head, logits, after_layer(-1));
     Meter::lap(t, meter_.times().head);
 }
 

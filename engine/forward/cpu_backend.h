@@ -44,7 +44,9 @@ private:
     std::vector<Span> spans_;
     std::int64_t rows_ = 0;
     float* x_ = nullptr;
-    std::vector<float> h_, a_;
+    // Buffers kept across steps and layers (cpu::at_least): h_ the normed rows, a_ a block's
+    // output; the attention's projections and context; an FFN's gate/up (or the head's rows).
+    std::vector<float> h_, a_, q_, k_, v_, r_, ctx_, gu_;
 };
 
 }  // namespace inkling::forward

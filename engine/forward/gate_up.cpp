@@ -4,16 +4,17 @@
 
 namespace inkling::forward {
 
-void add_gate_up_jobs(const model::Ffn& f, const float* x, std::int64_t rows, std::vector<float>& buf,
+std::int64_t gate_up_floats(const model::Ffn& f, std::int64_t rows) { return rows * 2 * f.gate.rows; }
+
+void add_gate_up_jobs(const model::Ffn& f, const float* x, std::int64_t rows, float* buf,
                       std::vector<cpu::MatJob>& jobs) {
     const std::int64_t I = f.gate.rows;
-    buf.resize(static_cast<std::size_t>(rows * 2 * I));
     if (f.gate_up.data) {
-        jobs.push_back({x, rows, &f.gate_up, buf.data()});  // [rows][g0 u0 g1 u1 …]
+        jobs.push_back({x, rows, &f.gate_up, buf});  // [rows][g0 u0 g1 u1 …]
         return;
     }
-    jobs.push_back({x, rows, &f.gate, buf.data()});  // [rows][I] gates, then [rows][I] ups
-    jobs.push_back({x, rows, &f.up, buf.data() + rows * I});
+    jobs.push_back({x, rows, &f.gate, buf});  // [rows][I] gates, then [rows][I] ups
+    jobs.push_back({x, rows, &f.up, buf + rows * I});
 }
 
 void add_gate_up_weights(const model::Ffn& f, std::vector<const model::Matrix*>& out) {
@@ -25,9 +26,8 @@ void add_gate_up_weights(const model::Ffn& f, std::vector<const model::Matrix*>&
     out.push_back(&f.up);
 }
 
-void swiglu_in_place(const model::Ffn& f, std::int64_t rows, std::vector<float>& buf) {
+void swiglu_in_place(const model::Ffn& f, std::int64_t rows, float* b) {
     const std::int64_t I = f.gate.rows, n = rows * I;
-    float* b = buf.data();
     // In place: each write lands at or before the reads still to come.
     if (f.gate_up.data) cpu::swiglu(b, b + 1, 2, n, b);
     else cpu::swiglu(b, b + n, 1, n, b);

@@ -11,9 +11,11 @@
 
 namespace inkling::forward {
 
-// Sizes `buf` to rows·2I floats and appends the jobs that fill it to `jobs` (after which
-// `buf` must not be resized until they have run).
-void add_gate_up_jobs(const model::Ffn& f, const float* x, std::int64_t rows, std::vector<float>& buf,
+// Floats add_gate_up_jobs writes for `rows` rows: rows·2I.
+std::int64_t gate_up_floats(const model::Ffn& f, std::int64_t rows);
+
+// Appends the jobs that fill `buf` (gate_up_floats of them) to `jobs`.
+void add_gate_up_jobs(const model::Ffn& f, const float* x, std::int64_t rows, float* buf,
                       std::vector<cpu::MatJob>& jobs);
 
 // The matrices add_gate_up_jobs reads, in its jobs' order, appended to `out`.
@@ -21,6 +23,6 @@ void add_gate_up_weights(const model::Ffn& f, std::vector<const model::Matrix*>&
 
 // silu(gate)·up of each row, from `buf` as add_gate_up_jobs laid it out, into its first
 // rows·I floats ([rows][I], the down projection's input).
-void swiglu_in_place(const model::Ffn& f, std::int64_t rows, std::vector<float>& buf);
+void swiglu_in_place(const model::Ffn& f, std::int64_t rows, float* buf);
 
 }  // namespace inkling::forward

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "engine/cpu/activations.h"
+#include "engine/cpu/thread_scratch.h"
 #include "engine/forward/gate_up.h"
 
 namespace inkling::forward {
@@ -116,19 +118,19 @@ void HostExperts::run(int layer, const Routing& routing, std::int64_t S, const f
     // however rows are batched, and however many rounds the cache needs); the shared
     // experts summed on their own, then added.
     std::fill(out, out + S * D, 0.0f);
-    std::vector<std::vector<float>> shared_y;
-    auto* host_shared = shared ? &shared_y : nullptr;
+    float* shared_y = shared && NS > 0 ? cpu::at_least(shared_y_, static_cast<std::size_t>(NS * S * D)) : nullptr;
     bool first = true;
     rounds(layer, routing.used, t, [&](std::span<const int> ids, const std::vector<const model::Ffn*>& f) {
-        round(layer, ids, f, routing, S, h, out, first ? host_shared : nullptr, then);
+        round(layer, ids, f, routing, S, h, out, first ? shared_y : nullptr, then);
         first = false;
     });
     // No routed expert used (never with top-k ≥ 1, but the shared ones still count).
-    if (first && host_shared) round(layer, {}, {}, routing, S, h, out, host_shared, then);
-    if (shared && NS > 0) {
-        std::vector<float> shared_sum(static_cast<std::size_t>(S * D), 0.0f);
+    if (first && shared_y) round(layer, {}, {}, routing, S, h, out, shared_y, then);
+    if (shared_y) {
+        float* shared_sum = cpu::at_least(shared_sum_, static_cast<std::size_t>(S * D));
+        std::fill(shared_sum, shared_sum + S * D, 0.0f);
         for (std::int64_t j = 0; j < NS; ++j) {
-            const std::vector<float>& y = shared_y[j];
+            const float* y = shared_y + j * S * D;
             for (std::int64_t s = 0; s < S; ++s)
                 for (std::int64_t d = 0; d < D; ++d)
                     shared_sum[s * D + d] += routing.shared_w[s * NS + j] * y[s * D + d];
@@ -155,7 +157,7 @@ void HostExperts::visit(int layer, std::span<const int> experts, const Visit& fn
 
 void HostExperts::round(int layer, std::span<const int> ids, const std::vector<const model::Ffn*>& f,
                         const Routing& routing, std::int64_t S, const float* h, float* out,
-                        std::vector<std::vector<float>>* shared_y, std::span<const model::Matrix* const> then,
+                        float* shared_y, std::span<const model::Matrix* const> then,
                         const std::vector<std::vector<std::int64_t>>* pair_of) {
     const model::LayerWeights& L = w_.layers[layer];
     const std::int64_t D = c_.hidden, NS = c_.shared_experts;
@@ -166,25 +168,38 @@ void HostExperts::round(int layer, std::span<const int> ids, const std::vector<c
         const model::Ffn* f;
         std::int64_t rows;
         const float* x;
-        std::vector<float> xs, gate_up, y;
+        float* gate_up;
+        float* y;
     };
+    // The round's gathered inputs, gate/up products and outputs in one buffer kept across
+    // rounds (the shared experts' outputs in shared_y).
+    std::size_t floats = 0;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        const auto rows = static_cast<std::int64_t>(routing.by_expert[ids[i]].size());
+        floats += static_cast<std::size_t>((rows == S ? 0 : rows * D) + gate_up_floats(*f[i], rows) + rows * D);
+    }
+    if (shared_y)
+        for (std::int64_t j = 0; j < NS; ++j) floats += static_cast<std::size_t>(gate_up_floats(L.shared[j], S));
+    float* free = cpu::at_least(arena_, floats);
+    auto take = [&free](std::int64_t n) { return std::exchange(free, free + n); };
     std::vector<Run> runs;
     for (std::size_t i = 0; i < ids.size(); ++i) {
         const auto& rows = routing.by_expert[ids[i]];
-        Run r{f[i], static_cast<std::int64_t>(rows.size()), nullptr, {}, {}, {}};
-        if (r.rows == S) {
-            // Every row (rows are listed in order: a decode step of one session, say): `h`
-            // itself, so the group quantizes or packs it once for all such experts.
-            r.x = h;
-        } else {
-            r.xs.resize(static_cast<std::size_t>(r.rows * D));
-            for (std::int64_t n = 0; n < r.rows; ++n) std::copy_n(h + rows[n].first * D, D, r.xs.data() + n * D);
-            r.x = r.xs.data();
+        Run r{f[i], static_cast<std::int64_t>(rows.size()), h, nullptr, nullptr};
+        // Every row (rows are listed in order: a decode step of one session, say): `h`
+        // itself, so the group quantizes or packs it once for all such experts.
+        if (r.rows != S) {
+            float* xs = take(r.rows * D);
+            for (std::int64_t n = 0; n < r.rows; ++n) std::copy_n(h + rows[n].first * D, D, xs + n * D);
+            r.x = xs;
         }
-        runs.push_back(std::move(r));
+        r.gate_up = take(gate_up_floats(*r.f, r.rows));
+        r.y = take(r.rows * D);
+        runs.push_back(r);
     }
     if (shared_y)
-        for (std::int64_t j = 0; j < NS; ++j) runs.push_back({&L.shared[j], S, h, {}, {}, {}});
+        for (std::int64_t j = 0; j < NS; ++j)
+            runs.push_back({&L.shared[j], S, h, take(gate_up_floats(L.shared[j], S)), shared_y + j * S * D});
     std::vector<cpu::MatJob> jobs;
     std::vector<const model::Matrix*> downs;
     for (auto& r : runs) {
@@ -197,8 +212,7 @@ void HostExperts::round(int layer, std::span<const int> ids, const std::vector<c
     jobs.clear();
     for (auto& r : runs) {
         swiglu_in_place(*r.f, r.rows, r.gate_up);
-        r.y.resize(static_cast<std::size_t>(r.rows * D));
-        jobs.push_back({r.gate_up.data(), r.rows, &r.f->down, r.y.data()});
+        jobs.push_back({r.gate_up, r.rows, &r.f->down, r.y});
     }
     meter_.mm_group(jobs, then);
     for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -206,7 +220,7 @@ void HostExperts::round(int layer, std::span<const int> ids, const std::vector<c
         const Run& r = runs[i];
         for (std::int64_t n = 0; n < r.rows; ++n) {
             if (pair_of) {
-                std::copy_n(r.y.data() + n * D, D, out + (*pair_of)[ids[i]][n] * D);
+                std::copy_n(r.y + n * D, D, out + (*pair_of)[ids[i]][n] * D);
                 continue;
             }
             float* o = out + rows[n].first * D;
@@ -214,8 +228,6 @@ void HostExperts::round(int layer, std::span<const int> ids, const std::vector<c
             for (std::int64_t d = 0; d < D; ++d) o[d] += wgt * r.y[n * D + d];
         }
     }
-    if (shared_y)
-        for (std::size_t i = ids.size(); i < runs.size(); ++i) shared_y->push_back(std::move(runs[i].y));
 }
 
 void HostExperts::prefetch_after(int layer, std::int64_t S, const float* h) {

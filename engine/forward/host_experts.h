@@ -54,10 +54,12 @@ public:
 
 private:
     // One round's experts over their rows: contributions weighted into `out`, or with
-    // `pair_of` each row's output unweighted at its pair's row of `out`.
-    // `then` is warmed once its down projections are done (cpu::matmul_group's `next`).
+    // `pair_of` each row's output unweighted at its pair's row of `out`; with `shared_y`
+    // also the shared experts over every row, shared expert j's outputs at
+    // shared_y + j·rows·D. `then` is warmed once its down projections are done
+    // (cpu::matmul_group's `next`).
     void round(int layer, std::span<const int> ids, const std::vector<const model::Ffn*>& f, const Routing& routing,
-               std::int64_t rows, const float* h, float* out, std::vector<std::vector<float>>* shared_y,
+               std::int64_t rows, const float* h, float* out, float* shared_y,
                std::span<const model::Matrix* const> then,
                const std::vector<std::vector<std::int64_t>>* pair_of = nullptr);
     // The rounds over `ids` through the cache (or the mapped experts).
@@ -70,6 +72,9 @@ private:
     Meter& meter_;
     std::shared_ptr<experts::ExpertCache> cache_;
     std::vector<std::vector<std::uint64_t>> uses_;
+    // Buffers kept across layers and steps (cpu::at_least): a round's inputs, products and
+    // outputs; the shared experts' outputs and their weighted sum.
+    std::vector<float> arena_, shared_y_, shared_sum_;
 };
 
 }  // namespace inkling::forward
