@@ -543,4 +543,15 @@ void rmsnorm(const float* x, const float* weight, double eps, std::int64_t n, fl
     for (std::int64_t i = 0; i < n; ++i) out[i] = x[i] * r * weight[i];
 }
 
+void rmsnorm_rows(const float* x, const float* weight, double eps, std::int64_t n, std::int64_t rows, float* out,
+                  ThreadPool& pool) {
+    auto body = [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t r = begin; r < end; ++r) rmsnorm(x + r * n, weight, eps, n, out + r * n);
+    };
+    // A row of 1,024 takes ~1 µs (its sum a chain of dependent additions), a hand-off to the
+    // workers about as long.
+    if (rows * n >= (1 << 14) && pool.size() > 1) pool.parallel_for(rows, body);
+    else body(0, rows);
+}
+
 }  // namespace inkling::cpu

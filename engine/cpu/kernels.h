@@ -97,5 +97,9 @@ std::vector<WarmRange> warm_ranges(std::span<const model::Matrix* const> next, c
 
 // out = x / sqrt(mean(x²) + eps) ⊙ weight; the mean square accumulates in double.
 void rmsnorm(const float* x, const float* weight, double eps, std::int64_t n, float* out);
+// The same for `rows` rows of n (row-major; out may be x), shared among the pool's threads
+// when there are enough of them (a prompt chunk's; a decode step's stay on the caller).
+void rmsnorm_rows(const float* x, const float* weight, double eps, std::int64_t n, std::int64_t rows, float* out,
+                  ThreadPool& pool);
 
 }  // namespace inkling::cpu

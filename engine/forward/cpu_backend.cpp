@@ -59,7 +59,7 @@ void CpuBackend::attention(int layer) {
     const std::int64_t kvd = KV * hd;
     auto& times = meter_.times();
     auto t = Meter::Clock::now();
-    for (std::int64_t s = 0; s < R; ++s) rmsnorm(x_ + s * D, L.attn_norm.data(), c_.eps, D, h_.data() + s * D);
+    cpu::rmsnorm_rows(x_, L.attn_norm.data(), c_.eps, D, R, h_.data(), meter_.pool());
     Meter::lap(t, times.convs_norms);
 
     float* q = cpu::at_least(q_, static_cast<std::size_t>(R * H * hd));
@@ -77,16 +77,8 @@ void CpuBackend::attention(int layer) {
         short_conv(k + sp.first * kvd, sp.rows, kvd, L.k_conv.data(), c_.conv_kernel, st.conv[0].data());
         short_conv(v + sp.first * kvd, sp.rows, kvd, L.v_conv.data(), c_.conv_kernel, st.conv[1].data());
     }
-    for (std::int64_t s = 0; s < R; ++s) {
-        for (std::int64_t hh = 0; hh < H; ++hh) {
-            float* qh = q + (s * H + hh) * hd;
-            rmsnorm(qh, L.q_norm.data(), c_.eps, hd, qh);
-        }
-        for (std::int64_t g = 0; g < KV; ++g) {
-            float* kh = k + (s * KV + g) * hd;
-            rmsnorm(kh, L.k_norm.data(), c_.eps, hd, kh);
-        }
-    }
+    cpu::rmsnorm_rows(q, L.q_norm.data(), c_.eps, hd, R * H, q, meter_.pool());
+    cpu::rmsnorm_rows(k, L.k_norm.data(), c_.eps, hd, R * KV, k, meter_.pool());
     float* ctx = cpu::at_least(ctx_, static_cast<std::size_t>(R * H * hd));
     const AttentionView view{c_, layer, L.rel_bank.data(), spans_, q, k, v, r};
     attend(view, R, &meter_.pool(), ctx);
@@ -125,7 +117,7 @@ void CpuBackend::dense_mlp(int layer) {
     const std::int64_t R = rows_, D = c_.hidden;
     auto& times = meter_.times();
     auto t = Meter::Clock::now();
-    for (std::int64_t s = 0; s < R; ++s) rmsnorm(x_ + s * D, L.mlp_norm.data(), c_.eps, D, h_.data() + s * D);
+    cpu::rmsnorm_rows(x_, L.mlp_norm.data(), c_.eps, D, R, h_.data(), meter_.pool());
     Meter::lap(t, times.convs_norms);
     ffn(L.dense, R, h_.data(), a_.data(), after_layer(layer));
     if (L.dense_scale != 1.0f)
@@ -140,7 +132,7 @@ void CpuBackend::router(int layer, float* h, float* logits) {
     const std::int64_t R = rows_, D = c_.hidden;
     auto& times = meter_.times();
     auto t = Meter::Clock::now();
-    for (std::int64_t s = 0; s < R; ++s) rmsnorm(x_ + s * D, L.mlp_norm.data(), c_.eps, D, h + s * D);
+    cpu::rmsnorm_rows(x_, L.mlp_norm.data(), c_.eps, D, R, h, meter_.pool());
     Meter::lap(t, times.convs_norms);
     meter_.mm(h, R, L.router, logits);
     Meter::lap(t, times.router);

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "engine/cpu/kernels.h"
+#include "engine/cpu/thread_pool.h"
 
 using namespace inkling;
 using model::DType;
@@ -111,6 +112,28 @@ TEST_CASE("rmsnorm and the short conv follow the reference formulas") {
     const float r = 1.0f / std::sqrt(7.5f);
     CHECK(out[1] == doctest::Approx(-2 * r * 0.5f));
     CHECK(out[2] == doctest::Approx(3 * r * 2));
+}
+
+TEST_CASE("rmsnorm_rows gives each row rmsnorm's bits, in place or not, on any thread count") {
+    std::mt19937 rng(12);
+    std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+    for (std::int64_t n : {64, 1024}) {
+        const std::int64_t rows = 40;  // 40 × 1,024 values go to the pool, 40 × 64 stay on the caller
+        std::vector<float> x(static_cast<std::size_t>(rows * n)), w(static_cast<std::size_t>(n)), want(x.size());
+        for (auto& v : x) v = u(rng);
+        for (auto& v : w) v = u(rng);
+        for (std::int64_t r = 0; r < rows; ++r) cpu::rmsnorm(x.data() + r * n, w.data(), 1e-6, n, want.data() + r * n);
+        for (unsigned threads : {1u, 2u, 3u}) {
+            CAPTURE(n);
+            CAPTURE(threads);
+            cpu::ThreadPool pool(threads);
+            std::vector<float> out(x.size()), in_place = x;
+            cpu::rmsnorm_rows(x.data(), w.data(), 1e-6, n, rows, out.data(), pool);
+            cpu::rmsnorm_rows(in_place.data(), w.data(), 1e-6, n, rows, in_place.data(), pool);
+            CHECK(std::memcmp(out.data(), want.data(), out.size() * sizeof(float)) == 0);
+            CHECK(std::memcmp(in_place.data(), want.data(), out.size() * sizeof(float)) == 0);
+        }
+    }
 }
 
 // Decode attention's kernels (engine/forward/attention.cpp): one call over a run of positions
