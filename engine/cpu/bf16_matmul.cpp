@@ -2,6 +2,7 @@
 // bit — and the choice of version per ISA.
 #include "engine/cpu/bf16_matmul.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -11,6 +12,7 @@
 #elif defined(__aarch64__)
 #include "engine/cpu/arm64/bf16_matmul.h"
 #endif
+#include "engine/cpu/thread_scratch.h"
 
 namespace inkling::cpu {
 namespace {
@@ -150,13 +152,20 @@ void prepare_bf16_activations(Isa isa, Numerics numerics, const float* x, std::i
     out.stride = out.chunks * kChunk + kChunk;
     out.dot = v == Version::Avx512Dot;
     const auto size = static_cast<std::size_t>(rows * out.stride);
-    // Padding must read as +0: cleared on every call (the packers write only real columns).
-    if (out.dot) out.bf16.assign(size, 0);
-    else out.f32.assign(size, 0.0f);
+    // Columns past the last must read as +0. AVX-512's packer writes every chunk whole (zeros
+    // there); the scalar one writes real columns only, so each row's last chunk is cleared
+    // first. The gap past a row's chunks is never read. (Clearing the whole buffer on every
+    // call wrote a prompt chunk's activations twice.)
+    if (out.dot) at_least(out.bf16, size);
+    else at_least(out.f32, size);
     const bool round = numerics == Numerics::Bf16;
 #if defined(__x86_64__)
     if (v == Version::Avx512 || v == Version::Avx512Dot) return x86::pack_avx512(round, x, out);
 #endif
+    for (std::int64_t s = 0; s < rows; ++s) {
+        float* last = out.f32.data() + s * out.stride + (out.chunks - 1) * kChunk;
+        std::fill(last, last + kChunk, 0.0f);
+    }
     pack_scalar(round, x, out);
 }
 

@@ -29,8 +29,8 @@ std::vector<T>& thread_scratch() {
 // difference each time, and one allocated afresh for each layer went back to the system when
 // freed and came back as zeroed pages: a third of the time a 2,048-token prefill's engine
 // thread spent alone (page faults, page clearing and fills).
-template <class T>
-T* at_least(std::vector<T>& v, std::size_t n) {
+template <class T, class Allocator>
+T* at_least(std::vector<T, Allocator>& v, std::size_t n) {
     if (v.size() < n) v.resize(n);
     return v.data();
 }
