@@ -509,6 +509,9 @@ int cmd_bench(const cxxopts::ParseResult& args) {
                    {"achieved_gb_s", achieved},
                    {"fraction_of_bandwidth", achieved / bandwidth},
                    {"per_layer", inkling::bench::layer_costs(c, phases1, phases2, decoded)}};
+    // The model's directory and the products' numerics: make bench runs the mid model both ways.
+    const std::string label = model.dir.filename().string() + " (" +
+                              inkling::cpu::numerics_name(inkling::cpu::active_numerics()) + " numerics)";
     if (args.count("sessions")) {
         std::vector<int> counts;
         std::stringstream ss(args["sessions"].as<std::string>());
@@ -519,7 +522,7 @@ int cmd_bench(const cxxopts::ParseResult& args) {
         });
         for (const auto& row : j["sessions"])
             std::fprintf(stderr, "[bench] %s: %d sessions decode %.1f tok/s in all (%.2fx one session)\n",
-                         model.dir.filename().string().c_str(), row["sessions"].get<int>(), row["aggregate_tok_s"].get<double>(),
+                         label.c_str(), row["sessions"].get<int>(), row["aggregate_tok_s"].get<double>(),
                          row["ratio_to_first"].get<double>());
     }
     if (args["reuse-tokens"].as<int>() > 0) {
@@ -542,7 +545,7 @@ int cmd_bench(const cxxopts::ParseResult& args) {
     std::fprintf(stderr,
                  "[bench] %s: prefill %.1f tok/s; decode %.1f tok/s x %.1f MB/token = %.2f GB/s = %.0f%% of the "
                  "%.2f GB/s measured (%.2f before the decode, %.2f after)\n",
-                 model.dir.filename().string().c_str(), P / prefill_s, decode_tps, bytes_per_token / 1e6, achieved,
+                 label.c_str(), P / prefill_s, decode_tps, bytes_per_token / 1e6, achieved,
                  100.0 * achieved / bandwidth, bandwidth, bandwidth_before, bandwidth_after);
     return 0;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make bench`: the constrained-decoding mask time per schema; prefill and decode speed of
 # the engine on a tiny and a mid-size synthetic model (D=1024, 12 layers, 32 experts, bf16), each against the memory bandwidth the
-# same binary measures in the same run; then a converted model streaming its experts from
+# same binary measures in the same run, the mid one in both numerics (exact, bf16); then a converted model streaming its experts from
 # disk through the expert cache; then a model at Inkling-Small's width, each layer's cost and
 # the extrapolation to Inkling-Small; the matmul kernels and the sampler alone. Prints one
 # summary line per model and leaves the JSON in BUILD/bench/*.json.
@@ -29,6 +29,10 @@ for model in "$build/fixtures/base-release-bf16" "$mid"; do
     if [[ "$name" == mid ]]; then extra=(--sessions 1,2,4,8 --reuse-tokens 2000); fi
     "$build/inkling" bench --model "$model" --prompt-tokens 128 --decode-tokens 32 "${extra[@]}" >"$out/$name.json"
 done
+# The mid model again with --numerics bf16 (activations rounded to bf16: transformers' bf16
+# mode; AVX-512 BF16's vdpbf16ps where the CPU has it): prefill, decode and the sessions.
+"$build/inkling" bench --model "$mid" --numerics bf16 --prompt-tokens 128 --decode-tokens 32 --sessions 1,2,4,8 \
+    >"$out/mid-bf16.json"
 # The expert cache (docs/engine.md): a model whose int8 experts (2.2 GB in experts.inkx)
 # stream from disk, decoded with the cache at about 0 %, 50 % and 100 % hits (cap 1, 4 and
 # all 64 experts a layer, nothing pinned), each against a sequential O_DIRECT read of the
