@@ -737,10 +737,14 @@ constexpr std::int64_t kWeightBlockBytes = 256 << 10;
 constexpr std::int64_t kUnpackFromRows = 3;
 
 // From this many activation rows on, 16 weight rows go through lanes_vnni together: its tile
-// of gathered weights pays off over the rows (measured, 2 threads, 14336 × 4096: int8 at
-// 8 / 12 / 16 / 32 rows 101 / 139 / 188 / 223 GFLOP/s against dot_vnni_rows' 123 / 125 / 130 /
-// 131; int4 129 / 150 / 208 / 246 against 133 / 146 / 143 / 142).
-constexpr std::int64_t kLanesFromRows = 12;
+// of gathered weights pays off over the rows. Measured first (2 threads, 14336 × 4096) with
+// the crossover at 12; since the multi-row kernels took four rows a load and int4 the x4
+// order (session 19, Zen 4, two runs each), lanes_vnni against them at 12 / 16 / 20 / 24 / 32
+// / 48 rows: int8 87-94 / 134-154 / 167-188 / 213-215 / 220-246 / 259-298 GFLOP/s against
+// 197 / 196-248 / 202-240 / 206-227 / 203-216 / 208-264; int4 184-186 / 209-222 / 224-240 /
+// 241-250 / 264-281 / 278-384 against 289-294 / 303-309 / 285-361 / 212-362 / 213-364 /
+// 214-372. Inkling-Small's routed experts see ~24 rows each in a 512-token prompt chunk.
+constexpr std::int64_t kLanesFromRows = 24;
 
 }  // namespace
 

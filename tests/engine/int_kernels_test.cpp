@@ -125,7 +125,7 @@ TEST_CASE("integer matmul is bitwise equal across scalar and every SIMD ISA (AVX
     cpu::ThreadPool pool(2);
     for (const Case& c : kCases)
         for (std::int64_t cols : kCols)
-            for (std::int64_t xs : {1, 2, 5, 13}) {  // 13: AVX-512's 16-rows-a-lane kernel (from 12 rows)
+            for (std::int64_t xs : {1, 2, 5, 13, 25}) {  // 25: AVX-512's 16-rows-a-lane kernel (from 24 rows)
                 CAPTURE(c.name);
                 CAPTURE(cols);
                 CAPTURE(xs);
@@ -312,10 +312,11 @@ TEST_CASE("integer matmul: 12 to 64 activation rows, each row bitwise as alone a
             const std::int64_t rows = 45, cols = 1056;
             const auto q = quantize(c, random_values(rows * cols, rng), rows, cols);
             const auto x = random_values(64 * cols, rng);
-            // 16 weight rows a lane from 12 activation rows on (AVX-512), the last 13 weight rows
-            // and a thread's share that is not a multiple of 16 through the other kernels.
+            // 16 weight rows a lane from 24 activation rows on (AVX-512), the last 13 weight rows
+            // and a thread's share that is not a multiple of 16 through the other kernels; below
+            // 24 rows, four rows a weight load.
             cpu::ThreadPool three(3);
-            for (std::int64_t n : {12, 17, 64})
+            for (std::int64_t n : {12, 17, 23, 24, 31, 64})
                 for (cpu::ThreadPool* p : {&pool, &three}) {
                     CAPTURE(n);
                     CAPTURE(p->size());
