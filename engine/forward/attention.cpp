@@ -38,7 +38,7 @@ float lane_max(const float* v, std::int64_t n) {
     std::int64_t i = 0;
     for (; i + kLanes <= n; i += kLanes)
         for (std::int64_t l = 0; l < kLanes; ++l) m[l] = std::max(m[l], v[i + l]);
-    for (; i < n; ++i) m[0] = std::max(m[0], v[i]);
+    for (std::int64_t l = 0; i < n; ++i, ++l) m[l] = std::max(m[l], v[i]);
     for (std::int64_t l = 1; l < kLanes; ++l) m[0] = std::max(m[0], m[l]);
     return m[0];
 }

@@ -179,8 +179,8 @@ TEST_CASE("axpys and dots give the bits of a call a row, and on x86 the plain lo
                 const float want = cpu::dot(q.data(), x.data() + r * stride, n);
                 CHECK(std::memcmp(&want, &d[static_cast<std::size_t>(r)], sizeof(float)) == 0);
             }
-            // Fewer rows than a step of AVX-512's head-width kernel (4 at 64 and 128 columns),
-            // and a step plus some: the same bits as the long call.
+            // Short calls (1, 3 and 6 rows: fewer than a kernel that takes rows in fours would
+            // step, and a step plus some) give the long call's bits.
             for (std::int64_t few : {1, 3, 6}) {
                 std::vector<float> e(static_cast<std::size_t>(few));
                 cpu::dots(q.data(), x.data(), stride, few, n, e.data());

@@ -340,13 +340,14 @@ void rows_avx2(const Matrix& w, const Bf16Activations& x, std::int64_t begin, st
         // A batched step's few rows interleaved too, as on AVX-512 (rows_avx512 says why):
         // mid model, --isa avx2 on Zen 4, 2 / 8 sessions 105-127 / 200-205 tok/s in all ->
         // 147-173 / 228-246.
-        if (n == 1 && bf16_decode_interleave_active())
-            begin = interleaved_tiles<kAvx2GemvNR>(t, w, begin, end, y, [&] { One::get(1, kAvx2GemvNR)(t); });
-        else if (n <= kAvx2FewMR && bf16_decode_interleave_active())
-            begin = interleaved_tiles<kAvx2FewNR>(t, w, begin, end, y, [&] { Few::get(n, kAvx2FewNR)(t); });
-        streamed_tiles(t, w, begin, end, nr_max, y, [&](std::int64_t nr) {
+        auto tile = [&](std::int64_t nr) {
             (n == 1 ? One::get(1, nr) : n <= kAvx2FewMR ? Few::get(n, nr) : Wide::get(n, 1))(t);
-        });
+        };
+        if (n == 1 && bf16_decode_interleave_active())
+            begin = interleaved_tiles<kAvx2GemvNR>(t, w, begin, end, y, [&] { tile(kAvx2GemvNR); });
+        else if (n <= kAvx2FewMR && bf16_decode_interleave_active())
+            begin = interleaved_tiles<kAvx2FewNR>(t, w, begin, end, y, [&] { tile(kAvx2FewNR); });
+        streamed_tiles(t, w, begin, end, nr_max, y, tile);
         return;
     }
     using T = Table2<true, false, kAvx2MR, kAvx2NR>;
@@ -532,14 +533,15 @@ void rows_avx512(const Matrix& w, const Bf16Activations& x, std::int64_t begin, 
         // experts of 2-8 sessions, most of its bytes. Mid model on AMD Zen 4, fast minutes,
         // 2 / 4 / 8 sessions: 1.17-1.19x / 1.63-1.65x / 2.06-2.08x one session ->
         // 1.34-1.46x / 1.70-1.72x / 2.14-2.18x.
-        if (bf16_decode_interleave_active()) {
-            if (n == 1) begin = interleaved_tiles<kGemvNR>(t, w, begin, end, y, [&] { One::get(1, kGemvNR)(t); });
-            else if (n <= kMR) begin = interleaved_tiles<kNR>(t, w, begin, end, y, [&] { Few::get(n, kNR)(t); });
-            else begin = interleaved_tiles<kWideNR>(t, w, begin, end, y, [&] { Wide::get(n, kWideNR)(t); });
-        }
-        streamed_tiles(t, w, begin, end, nr_max, y, [&](std::int64_t nr) {
+        auto tile = [&](std::int64_t nr) {
             (n == 1 ? One::get(1, nr) : n <= kMR ? Few::get(n, nr) : Wide::get(n, nr))(t);
-        });
+        };
+        if (bf16_decode_interleave_active()) {
+            if (n == 1) begin = interleaved_tiles<kGemvNR>(t, w, begin, end, y, [&] { tile(kGemvNR); });
+            else if (n <= kMR) begin = interleaved_tiles<kNR>(t, w, begin, end, y, [&] { tile(kNR); });
+            else begin = interleaved_tiles<kWideNR>(t, w, begin, end, y, [&] { tile(kWideNR); });
+        }
+        streamed_tiles(t, w, begin, end, nr_max, y, tile);
         return;
     }
     // The first activation tile over a block reads its weights from memory: prefetched as
