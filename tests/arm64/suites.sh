@@ -34,6 +34,10 @@ else
     # write(2) by reading /proc/PID/syscall: under QEMU's user mode that shows the host's
     # syscall numbers (x86-64's 1), not ARM64's 64, so it can never see the block here.
     slow_cases+=',*Ctrl-C during a blocked write*'
+    # And the sampler's statistical draws (tens of thousands of draws over rows of up to
+    # 100,000 ids): 16 s natively, 620 s of the 670 under QEMU, pure logic over the bits that
+    # the fast sampling cases pin here (exp, the weights' lanes, their sum's tree, top-k).
+    slow_cases+=',*draws over a large vocabulary*,*top-p draws*,*top-p over near-equal logits*'
     kernel_cases='*matmul*,*ISA*,*scalar kernels agree*,*row_f32*'
     run_unit arm64-unit-tests-max "$qemu" -cpu max "$arm/unit-tests" -nss "-tce=$slow_cases"
     run_unit arm64-unit-tests-cortex-a76 "$qemu" -cpu cortex-a76 "$arm/unit-tests" -nss "-tc=$kernel_cases"
