@@ -83,6 +83,10 @@ constexpr int kRowsPerLoad = 4;
 // Weight rows lanes_vnni takes at once (a zmm of int32 lanes).
 constexpr std::int64_t kLanes = 16;
 using RowsFn = void (*)(const std::uint8_t*, const std::int8_t* const*, const Blocks*, float*);
+// Consecutive weight rows (the stride in bytes, their count) against one activation row, the
+// rows' weight scales one pointer each (Blocks::sw ignored), into consecutive outputs.
+using ManyFn = void (*)(const std::uint8_t*, std::int64_t, std::int64_t, const std::int8_t*, const Blocks&,
+                        const float* const*, float*);
 
 #if defined(__x86_64__)
 // The one-row entry (IntKernels::dot_*) of a kernel set whose multi-row kernel takes R = 1:
@@ -243,6 +247,14 @@ constexpr RowsFn kQ4RowsAvx2[] = {rows_q4_avx2<1>, rows_q4_avx2<2>, rows_q4_avx2
 
 // ---- AVX-512 VNNI ----------------------------------------------------------------------
 #define INKLING_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma")))
+// The kernels' entry points take every helper inline (flatten). Out of line, fold_tail_vnni
+// took the accumulators' address, so each row stored them to the stack after its last block
+// and read them back for its final sum (a 512-bit store forwarded to a 256-bit load). One
+// core over weights in L2 (Zen 4, a harness calling int_product_rows at n = 1), with
+// many_*_vnni's one call a block of rows: int8 1,024 columns 36 -> 50 GB/s, 4,096 columns
+// 48-50 -> 58-59; int4 1,024 columns 18-26 -> 36, 4,096 columns 34 -> 39. (always_inline on
+// the helpers instead: MinGW's GCC then refuses the file — a 512-bit vector ABI warning.)
+#define INKLING_VNNI_ENTRY INKLING_VNNI __attribute__((flatten))
 
 // Eight vectors, each the 16 int32 partial sums of two blocks (lanes 0-7 the first, 8-15
 // the second) → one vector of the sixteen block totals, in block order.
@@ -329,15 +341,10 @@ INKLING_VNNI inline __m512 fold16(const __m512i* p, const Blocks& k, std::int64_
     return fold_sums16<K>(reduce16_vnni(p), k, b, acc);
 }
 
-// The last n - b (< 16) blocks of dot_vnni_rows, lanes past them left as they are. Always
-// inlined: called out of line, it took the accumulators' address, so every row stored them
-// to the stack after its last block and read them back for the final sum (a 512-bit store
-// forwarded to a 256-bit load) — one core over weights in L2, 1,024 columns (Zen 4): int8
-// 36 -> 39-40 GB/s, int4 18-26 -> 25-27; 4,096 columns: int8 48-50 -> 53-55.
+// The last n - b (< 16) blocks of dot_vnni_rows, lanes past them left as they are.
 template <class K, int R>
-INKLING_VNNI inline __attribute__((always_inline)) void fold_tail_vnni(const K& kern, const std::int8_t* const* x,
-                                                                       const Blocks* k, std::int64_t b,
-                                                                       __m512 (&acc)[R]) {
+INKLING_VNNI inline void fold_tail_vnni(const K& kern, const std::int8_t* const* x, const Blocks* k, std::int64_t b,
+                                        __m512 (&acc)[R]) {
     const std::int64_t n = k[0].n;
     __m512i p[R][8];
     const std::int64_t left = n - b;
@@ -367,7 +374,7 @@ INKLING_VNNI inline __attribute__((always_inline)) void fold_tail_vnni(const K& 
 // One weight row against R activation rows: each pair of weight blocks is loaded (and, for
 // int4, expanded) once and meets every row; each row's sum is formed exactly as for R = 1.
 template <class K, int R>
-INKLING_VNNI void dot_vnni_rows(const K& kern, const std::int8_t* const* x, const Blocks* k, float* out) {
+INKLING_VNNI inline void dot_vnni_rows(const K& kern, const std::int8_t* const* x, const Blocks* k, float* out) {
     const std::int64_t n = k[0].n;
     __m512 acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
@@ -390,11 +397,11 @@ INKLING_VNNI void dot_vnni_rows(const K& kern, const std::int8_t* const* x, cons
 }
 
 template <int R, bool RowScale = false>
-void rows_i8_vnni(const std::uint8_t* w, const std::int8_t* const* x, const Blocks* k, float* out) {
+INKLING_VNNI_ENTRY void rows_i8_vnni(const std::uint8_t* w, const std::int8_t* const* x, const Blocks* k, float* out) {
     dot_vnni_rows<I8Vnni<RowScale>, R>(I8Vnni<RowScale>{reinterpret_cast<const std::int8_t*>(w)}, x, k, out);
 }
 template <int R>
-void rows_q4_vnni(const std::uint8_t* w, const std::int8_t* const* x, const Blocks* k, float* out) {
+INKLING_VNNI_ENTRY void rows_q4_vnni(const std::uint8_t* w, const std::int8_t* const* x, const Blocks* k, float* out) {
     dot_vnni_rows<Q4Vnni, R>(Q4Vnni{w}, x, k, out);
 }
 
@@ -415,7 +422,7 @@ INKLING_VNNI inline __m512i unsigned_nibbles(__m512i z) {
     return _mm512_ternarylogic_epi32(z, _mm512_set1_epi8(0x0f), _mm512_set1_epi8(0x08), 0x6a);  // (z & 15) ^ 8
 }
 template <int R>
-INKLING_VNNI void rows_q4_x4_vnni(const std::uint8_t* w, const std::int8_t* const* x4, const Blocks* k, float* out) {
+INKLING_VNNI inline void q4_x4_vnni(const std::uint8_t* w, const std::int8_t* const* x4, const Blocks* k, float* out) {
     const std::int64_t n = k[0].n;
     __m512 acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
@@ -449,7 +456,33 @@ INKLING_VNNI void rows_q4_x4_vnni(const std::uint8_t* w, const std::int8_t* cons
     for (int r = 0; r < R; ++r)
         out[r] = finish8_avx2(_mm256_add_ps(_mm512_castps512_ps256(acc[r]), _mm512_extractf32x8_ps(acc[r], 1)));
 }
+template <int R>
+INKLING_VNNI_ENTRY void rows_q4_x4_vnni(const std::uint8_t* w, const std::int8_t* const* x4, const Blocks* k,
+                                        float* out) {
+    q4_x4_vnni<R>(w, x4, k, out);
+}
 constexpr RowsFn kQ4X4Rows[] = {rows_q4_x4_vnni<1>, rows_q4_x4_vnni<2>, rows_q4_x4_vnni<3>, rows_q4_x4_vnni<4>};
+
+// Decode: `count` consecutive weight rows (`row_bytes` apart, row i's weight scales sw[i])
+// against one activation row, each as the one-row kernel forms it, in one call: on short
+// rows (1,024 columns: two steps of 16 blocks) a call a row, its setup and its final sum's
+// chain weighed as much as a step.
+template <bool RowScale>
+INKLING_VNNI_ENTRY void many_i8_vnni(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t count,
+                                     const std::int8_t* x, const Blocks& k, const float* const* sw, float* y) {
+    for (std::int64_t i = 0; i < count; ++i) {
+        const Blocks ki{k.xsums, sw[i], k.sx, k.n};
+        dot_vnni_rows<I8Vnni<RowScale>, 1>(I8Vnni<RowScale>{reinterpret_cast<const std::int8_t*>(w + i * row_bytes)},
+                                           &x, &ki, y + i);
+    }
+}
+INKLING_VNNI_ENTRY void many_q4_x4_vnni(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t count,
+                                        const std::int8_t* x4, const Blocks& k, const float* const* sw, float* y) {
+    for (std::int64_t i = 0; i < count; ++i) {
+        const Blocks ki{k.xsums, sw[i], k.sx, k.n};
+        q4_x4_vnni<1>(w + i * row_bytes, &x4, &ki, y + i);
+    }
+}
 
 constexpr RowsFn kI8Rows[] = {rows_i8_vnni<1>, rows_i8_vnni<2>, rows_i8_vnni<3>, rows_i8_vnni<4>};
 constexpr RowsFn kI8RowScaleRows[] = {rows_i8_vnni<1, true>, rows_i8_vnni<2, true>, rows_i8_vnni<3, true>,
@@ -683,6 +716,9 @@ struct IntKernels {
     LanesFn lanes;
     // Optional: rows_q4 for activations in the x4 order (rows_q4_x4_vnni), 1..kRowsPerLoad; or null.
     const RowsFn* rows_q4_x4;
+    // Optional: one activation row against many weight rows in a call (each row as
+    // rows_i8[0], rows_i8_row_scale[0] and rows_q4_x4[0] form it); or null.
+    ManyFn many_i8, many_i8_row_scale, many_q4_x4;
     const char* name;
 };
 
@@ -701,6 +737,9 @@ IntKernels int_kernels_for(Isa isa) {
                 nullptr,
                 lanes_vnni,
                 kQ4X4Rows,
+                many_i8_vnni<false>,
+                many_i8_vnni<true>,
+                many_q4_x4_vnni,
                 "avx512-vnni"};
     if (isa == Isa::Avx2 || isa == Isa::Avx512)
         return {one_row<rows_i8_avx2<1>, std::int8_t>,
@@ -714,23 +753,26 @@ IntKernels int_kernels_for(Isa isa) {
                 nullptr,
                 nullptr,
                 nullptr,
+                nullptr,
+                nullptr,
+                nullptr,
                 "avx2"};
 #elif defined(__aarch64__)
     // (engine/cpu/arm64/int_kernels.h; a level this build could not compile is never the
     // active ISA: arm64::best_isa stops below it.)
     if (isa == Isa::I8mm)
         return {arm64::dot_i8_dotprod, arm64::dot_q4_dotprod, unpack_q4_scalar, true, nullptr, nullptr, nullptr,
-                arm64::tile_i8_i8mm, arm64::tile_q4_i8mm, nullptr, nullptr, "smmla+sdot"};
+                arm64::tile_i8_i8mm, arm64::tile_q4_i8mm, nullptr, nullptr, nullptr, nullptr, nullptr, "smmla+sdot"};
     if (isa == Isa::Dotprod)
         return {arm64::dot_i8_dotprod, arm64::dot_q4_dotprod, unpack_q4_scalar, true, nullptr, nullptr, nullptr,
-                nullptr, nullptr, nullptr, nullptr, "sdot"};
+                nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, "sdot"};
     if (isa == Isa::Neon)
         return {arm64::dot_i8_neon, arm64::dot_q4_neon, unpack_q4_scalar, true, nullptr, nullptr, nullptr, nullptr,
-                nullptr, nullptr, nullptr, "neon"};
+                nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, "neon"};
 #endif
     (void)isa;
     return {dot_i8_scalar, dot_q4_scalar, unpack_q4_scalar, false, nullptr, nullptr, nullptr, nullptr, nullptr,
-            nullptr, nullptr, "scalar"};
+            nullptr, nullptr, nullptr, nullptr, nullptr, "scalar"};
 }
 
 // Weight rows a block of the multi-row kernels holds (in L2) while every group of activation
@@ -896,13 +938,27 @@ void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::in
                 const bool x4 = q4 && !x.q4x4.empty();
                 const std::int8_t* x4s[kRowsPerLoad];
                 for (int i = 0; x4 && i < r; ++i) x4s[i] = x.q4x4.data() + (s + i) * a.padded;
+                // One activation row: the weight rows in one call where the kernels have one
+                // (int4 only in the x4 order: a job of many rows has its last one in the q4 order).
+                const ManyFn many = r > 1 ? nullptr
+                                    : q4  ? (x4 ? k.many_q4_x4 : nullptr)
+                                          : (row_scale ? k.many_i8_row_scale : k.many_i8);
+                if (many) {
+                    const Blocks one{a.sums.data() + s * a.blocks, nullptr, a.scales.data() + s * a.blocks, a.blocks};
+                    many(reinterpret_cast<const std::uint8_t*>(w.row(ob)), row_bytes, oe - ob, x4 ? x4s[0] : xs[0], one,
+                         sws.data(), y + s * w.rows + ob);
+                    continue;
+                }
                 for (std::int64_t o = ob; o < oe; ++o) {
                     for (int i = 0; i < r; ++i)
                         blocks[i] = {a.sums.data() + (s + i) * a.blocks, sws[static_cast<std::size_t>(o - ob)],
                                      a.scales.data() + (s + i) * a.blocks, a.blocks};
-                    if (x4) k.rows_q4_x4[r - 1](reinterpret_cast<const std::uint8_t*>(w.row(o)), x4s, blocks, out);
-                    else multi[r - 1](reinterpret_cast<const std::uint8_t*>(w.row(o)), xs, blocks, out);
-                    for (int i = 0; i < r; ++i) y[(s + i) * w.rows + o] = out[i];
+                    // One row (decode) writes its output in place: a copy from `out` waited on
+                    // the kernel's store, a short row's last step.
+                    float* dst = r == 1 ? y + s * w.rows + o : out;
+                    if (x4) k.rows_q4_x4[r - 1](reinterpret_cast<const std::uint8_t*>(w.row(o)), x4s, blocks, dst);
+                    else multi[r - 1](reinterpret_cast<const std::uint8_t*>(w.row(o)), xs, blocks, dst);
+                    for (int i = 0; r > 1 && i < r; ++i) y[(s + i) * w.rows + o] = out[i];
                 }
             }
         }

@@ -16,15 +16,16 @@
 // (s_w[b] is the scale of the weight group holding block b; the product s_w·s_x is a plain
 // f32 multiply, then one fused multiply-add; float(isum) is exact since |isum| < 2^24.)
 // AVX-512 keeps the 16 accumulators in one zmm and handles 16 blocks a step, for up to four
-// activation rows per weight load (int4 blocks expanded once for all of them) — and from 12
-// activation rows on takes 16 weight rows at once, a lane each, the 16 accumulators of a row
-// then 16 vectors (the blocks' sums need no horizontal reduction: int_kernels.cpp,
-// lanes_vnni); AVX2 keeps two ymm (blocks b%16 < 8 and ≥ 8) and handles 8 a step, likewise
-// for up to four activation rows per weight load (int8 magnitudes and int4 nibbles prepared
-// once); the integer sums inside may be formed in any order, being exact. ARM64 (engine/cpu/arm64/int_kernels.cpp): NEON widening
+// activation rows per weight load (int4 blocks expanded once for all of them; one activation
+// row meets a block of weight rows in one call) — and from 24 activation rows on takes 16
+// weight rows at once, a lane each, the 16 accumulators of a row then 16 vectors (the blocks'
+// sums need no horizontal reduction: int_kernels.cpp, lanes_vnni); AVX2 keeps two ymm (blocks
+// b%16 < 8 and ≥ 8) and handles 8 a step, likewise for up to four activation rows per weight
+// load (int8 magnitudes and int4 nibbles prepared once); the integer sums inside may be formed
+// in any order, being exact. ARM64 (engine/cpu/arm64/int_kernels.cpp): NEON widening
 // multiplies, SDOT where the CPU has FEAT_DotProd, and SMMLA tiles of 2 weight rows × 2
-// activation rows where it has FEAT_I8MM; each forms the block sums exactly and then the
-// same float pattern.
+// activation rows where it has FEAT_I8MM; each forms the block sums exactly and then the same
+// float pattern.
 #pragma once
 
 #include <cstdint>
