@@ -88,6 +88,18 @@ using RowsFn = void (*)(const std::uint8_t*, const std::int8_t* const*, const Bl
 using ManyFn = void (*)(const std::uint8_t*, std::int64_t, std::int64_t, const std::int8_t*, const Blocks&,
                         const float* const*, float*);
 
+// A ManyFn's loop over the one-row kernel `Row` (RowsFn with R = 1), for the per-ISA
+// entries below to take inline: on short rows (1,024 columns: two steps of 16 blocks) a
+// call a row, its setup and its final sum's chain weighed as much as a step.
+template <RowsFn Row>
+inline void each_row(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t count, const std::int8_t* x,
+                     const Blocks& k, const float* const* sw, float* y) {
+    for (std::int64_t i = 0; i < count; ++i) {
+        const Blocks ki{k.xsums, sw[i], k.sx, k.n};
+        Row(w + i * row_bytes, &x, &ki, y + i);
+    }
+}
+
 #if defined(__x86_64__)
 // The one-row entry (IntKernels::dot_*) of a kernel set whose multi-row kernel takes R = 1:
 // that kernel on one row. W is the weights' element type (int8, or packed int4 bytes).
@@ -100,6 +112,8 @@ float one_row(const W* w, const std::int8_t* x, const Blocks& k) {
 
 // ---- AVX2 ------------------------------------------------------------------------------
 #define INKLING_AVX2 __attribute__((target("avx2,fma")))
+// Entry points take their helpers inline (flatten): see INKLING_VNNI_ENTRY.
+#define INKLING_AVX2_ENTRY INKLING_AVX2 __attribute__((flatten))
 
 // The tree of the pattern from h = 8 on: `h8` holds acc[i] + acc[i + 8], i < 8.
 INKLING_AVX2 inline float finish8_avx2(__m256 h8) {
@@ -232,11 +246,11 @@ INKLING_AVX2 void dot_avx2_rows(const K& kern, const std::int8_t* const* x, cons
 }
 
 template <int R, bool RowScale = false>
-void rows_i8_avx2(const std::uint8_t* w, const std::int8_t* const* x, const Blocks* k, float* out) {
+INKLING_AVX2_ENTRY void rows_i8_avx2(const std::uint8_t* w, const std::int8_t* const* x, const Blocks* k, float* out) {
     dot_avx2_rows<I8Avx2Rows<RowScale>, R>(I8Avx2Rows<RowScale>{reinterpret_cast<const std::int8_t*>(w)}, x, k, out);
 }
 template <int R>
-void rows_q4_avx2(const std::uint8_t* w, const std::int8_t* const* x, const Blocks* k, float* out) {
+INKLING_AVX2_ENTRY void rows_q4_avx2(const std::uint8_t* w, const std::int8_t* const* x, const Blocks* k, float* out) {
     dot_avx2_rows<Q4Avx2Rows, R>(Q4Avx2Rows{w}, x, k, out);
 }
 
@@ -244,6 +258,11 @@ constexpr RowsFn kI8RowsAvx2[] = {rows_i8_avx2<1>, rows_i8_avx2<2>, rows_i8_avx2
 constexpr RowsFn kI8RowScaleRowsAvx2[] = {rows_i8_avx2<1, true>, rows_i8_avx2<2, true>, rows_i8_avx2<3, true>,
                                           rows_i8_avx2<4, true>};
 constexpr RowsFn kQ4RowsAvx2[] = {rows_q4_avx2<1>, rows_q4_avx2<2>, rows_q4_avx2<3>, rows_q4_avx2<4>};
+template <RowsFn Row>
+INKLING_AVX2_ENTRY void many_avx2(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t count,
+                                  const std::int8_t* x, const Blocks& k, const float* const* sw, float* y) {
+    each_row<Row>(w, row_bytes, count, x, k, sw, y);
+}
 
 // ---- AVX-512 VNNI ----------------------------------------------------------------------
 #define INKLING_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma")))
@@ -463,25 +482,10 @@ INKLING_VNNI_ENTRY void rows_q4_x4_vnni(const std::uint8_t* w, const std::int8_t
 }
 constexpr RowsFn kQ4X4Rows[] = {rows_q4_x4_vnni<1>, rows_q4_x4_vnni<2>, rows_q4_x4_vnni<3>, rows_q4_x4_vnni<4>};
 
-// Decode: `count` consecutive weight rows (`row_bytes` apart, row i's weight scales sw[i])
-// against one activation row, each as the one-row kernel forms it, in one call: on short
-// rows (1,024 columns: two steps of 16 blocks) a call a row, its setup and its final sum's
-// chain weighed as much as a step.
-template <bool RowScale>
-INKLING_VNNI_ENTRY void many_i8_vnni(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t count,
-                                     const std::int8_t* x, const Blocks& k, const float* const* sw, float* y) {
-    for (std::int64_t i = 0; i < count; ++i) {
-        const Blocks ki{k.xsums, sw[i], k.sx, k.n};
-        dot_vnni_rows<I8Vnni<RowScale>, 1>(I8Vnni<RowScale>{reinterpret_cast<const std::int8_t*>(w + i * row_bytes)},
-                                           &x, &ki, y + i);
-    }
-}
-INKLING_VNNI_ENTRY void many_q4_x4_vnni(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t count,
-                                        const std::int8_t* x4, const Blocks& k, const float* const* sw, float* y) {
-    for (std::int64_t i = 0; i < count; ++i) {
-        const Blocks ki{k.xsums, sw[i], k.sx, k.n};
-        q4_x4_vnni<1>(w + i * row_bytes, &x4, &ki, y + i);
-    }
+template <RowsFn Row>
+INKLING_VNNI_ENTRY void many_vnni(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t count,
+                                  const std::int8_t* x, const Blocks& k, const float* const* sw, float* y) {
+    each_row<Row>(w, row_bytes, count, x, k, sw, y);
 }
 
 constexpr RowsFn kI8Rows[] = {rows_i8_vnni<1>, rows_i8_vnni<2>, rows_i8_vnni<3>, rows_i8_vnni<4>};
@@ -717,8 +721,8 @@ struct IntKernels {
     // Optional: rows_q4 for activations in the x4 order (rows_q4_x4_vnni), 1..kRowsPerLoad; or null.
     const RowsFn* rows_q4_x4;
     // Optional: one activation row against many weight rows in a call (each row as
-    // rows_i8[0], rows_i8_row_scale[0] and rows_q4_x4[0] form it); or null.
-    ManyFn many_i8, many_i8_row_scale, many_q4_x4;
+    // rows_i8[0], rows_i8_row_scale[0], rows_q4[0] and rows_q4_x4[0] form it); or null.
+    ManyFn many_i8, many_i8_row_scale, many_q4, many_q4_x4;
     const char* name;
 };
 
@@ -737,9 +741,10 @@ IntKernels int_kernels_for(Isa isa) {
                 nullptr,
                 lanes_vnni,
                 kQ4X4Rows,
-                many_i8_vnni<false>,
-                many_i8_vnni<true>,
-                many_q4_x4_vnni,
+                many_vnni<rows_i8_vnni<1>>,
+                many_vnni<rows_i8_vnni<1, true>>,
+                many_vnni<rows_q4_vnni<1>>,
+                many_vnni<rows_q4_x4_vnni<1>>,
                 "avx512-vnni"};
     if (isa == Isa::Avx2 || isa == Isa::Avx512)
         return {one_row<rows_i8_avx2<1>, std::int8_t>,
@@ -753,8 +758,9 @@ IntKernels int_kernels_for(Isa isa) {
                 nullptr,
                 nullptr,
                 nullptr,
-                nullptr,
-                nullptr,
+                many_avx2<rows_i8_avx2<1>>,
+                many_avx2<rows_i8_avx2<1, true>>,
+                many_avx2<rows_q4_avx2<1>>,
                 nullptr,
                 "avx2"};
 #elif defined(__aarch64__)
@@ -762,17 +768,18 @@ IntKernels int_kernels_for(Isa isa) {
     // active ISA: arm64::best_isa stops below it.)
     if (isa == Isa::I8mm)
         return {arm64::dot_i8_dotprod, arm64::dot_q4_dotprod, unpack_q4_scalar, true, nullptr, nullptr, nullptr,
-                arm64::tile_i8_i8mm, arm64::tile_q4_i8mm, nullptr, nullptr, nullptr, nullptr, nullptr, "smmla+sdot"};
+                arm64::tile_i8_i8mm, arm64::tile_q4_i8mm, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                "smmla+sdot"};
     if (isa == Isa::Dotprod)
         return {arm64::dot_i8_dotprod, arm64::dot_q4_dotprod, unpack_q4_scalar, true, nullptr, nullptr, nullptr,
-                nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, "sdot"};
+                nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, "sdot"};
     if (isa == Isa::Neon)
         return {arm64::dot_i8_neon, arm64::dot_q4_neon, unpack_q4_scalar, true, nullptr, nullptr, nullptr, nullptr,
-                nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, "neon"};
+                nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, "neon"};
 #endif
     (void)isa;
     return {dot_i8_scalar, dot_q4_scalar, unpack_q4_scalar, false, nullptr, nullptr, nullptr, nullptr, nullptr,
-            nullptr, nullptr, nullptr, nullptr, nullptr, "scalar"};
+            nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, "scalar"};
 }
 
 // Weight rows a block of the multi-row kernels holds (in L2) while every group of activation
@@ -938,10 +945,9 @@ void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::in
                 const bool x4 = q4 && !x.q4x4.empty();
                 const std::int8_t* x4s[kRowsPerLoad];
                 for (int i = 0; x4 && i < r; ++i) x4s[i] = x.q4x4.data() + (s + i) * a.padded;
-                // One activation row: the weight rows in one call where the kernels have one
-                // (int4 only in the x4 order: a job of many rows has its last one in the q4 order).
+                // One activation row: the weight rows in one call where the kernels have one.
                 const ManyFn many = r > 1 ? nullptr
-                                    : q4  ? (x4 ? k.many_q4_x4 : nullptr)
+                                    : q4  ? (x4 ? k.many_q4_x4 : k.many_q4)
                                           : (row_scale ? k.many_i8_row_scale : k.many_i8);
                 if (many) {
                     const Blocks one{a.sums.data() + s * a.blocks, nullptr, a.scales.data() + s * a.blocks, a.blocks};
