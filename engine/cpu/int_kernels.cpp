@@ -83,20 +83,28 @@ constexpr int kRowsPerLoad = 4;
 // Weight rows lanes_vnni takes at once (a zmm of int32 lanes).
 constexpr std::int64_t kLanes = 16;
 using RowsFn = void (*)(const std::uint8_t*, const std::int8_t* const*, const Blocks*, float*);
-// Consecutive weight rows (the stride in bytes, their count) against one activation row, the
-// rows' weight scales one pointer each (Blocks::sw ignored), into consecutive outputs.
-using ManyFn = void (*)(const std::uint8_t*, std::int64_t, std::int64_t, const std::int8_t*, const Blocks&,
-                        const float* const*, float*);
+// Consecutive weight rows (the stride in bytes, their count) against R activation rows (R the
+// table slot + 1), the weight rows' scales one pointer each (Blocks::sw ignored): the output
+// of weight row i and activation row r at y[r · y_stride + i].
+using ManyFn = void (*)(const std::uint8_t*, std::int64_t, std::int64_t, const std::int8_t* const*, const Blocks*,
+                        const float* const*, float*, std::int64_t);
 
-// A ManyFn's loop over the one-row kernel `Row` (RowsFn with R = 1), for the per-ISA
-// entries below to take inline: on short rows (1,024 columns: two steps of 16 blocks) a
-// call a row, its setup and its final sum's chain weighed as much as a step.
-template <RowsFn Row>
-inline void each_row(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t count, const std::int8_t* x,
-                     const Blocks& k, const float* const* sw, float* y) {
+// A ManyFn's loop over the kernel `Row` (a RowsFn for R rows), for the per-ISA entries below
+// to take inline: on short rows (1,024 columns: two steps of 16 blocks) a call a row, its
+// setup and its final sums' chains weighed as much as a step. One row writes in place.
+template <RowsFn Row, int R>
+inline void each_row(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t count, const std::int8_t* const* x,
+                     const Blocks* k, const float* const* sw, float* y, std::int64_t y_stride) {
     for (std::int64_t i = 0; i < count; ++i) {
-        const Blocks ki{k.xsums, sw[i], k.sx, k.n};
-        Row(w + i * row_bytes, &x, &ki, y + i);
+        Blocks ki[R];
+        for (int r = 0; r < R; ++r) ki[r] = {k[r].xsums, sw[i], k[r].sx, k[r].n};
+        if constexpr (R == 1) {
+            Row(w + i * row_bytes, x, ki, y + i);
+        } else {
+            float out[R];
+            Row(w + i * row_bytes, x, ki, out);
+            for (int r = 0; r < R; ++r) y[r * y_stride + i] = out[r];
+        }
     }
 }
 
@@ -255,14 +263,29 @@ INKLING_AVX2_ENTRY void rows_q4_avx2(const std::uint8_t* w, const std::int8_t* c
 }
 
 constexpr RowsFn kI8RowsAvx2[] = {rows_i8_avx2<1>, rows_i8_avx2<2>, rows_i8_avx2<3>, rows_i8_avx2<4>};
-constexpr RowsFn kI8RowScaleRowsAvx2[] = {rows_i8_avx2<1, true>, rows_i8_avx2<2, true>, rows_i8_avx2<3, true>,
-                                          rows_i8_avx2<4, true>};
 constexpr RowsFn kQ4RowsAvx2[] = {rows_q4_avx2<1>, rows_q4_avx2<2>, rows_q4_avx2<3>, rows_q4_avx2<4>};
-template <RowsFn Row>
+// Inlined into the loop (flatten) where that measured faster; `_calls` calls the kernel
+// (int4 against several activation rows: its registers are full, and inlined it spilled —
+// one core over weights in L2, 1,024 columns, 2 rows: AVX2 11.4 GB/s called, 10.5 inlined;
+// VNNI's x4 kernel for 4 rows 11.2 called, 10.7 inlined).
+template <RowsFn Row, int R>
 INKLING_AVX2_ENTRY void many_avx2(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t count,
-                                  const std::int8_t* x, const Blocks& k, const float* const* sw, float* y) {
-    each_row<Row>(w, row_bytes, count, x, k, sw, y);
+                                  const std::int8_t* const* x, const Blocks* k, const float* const* sw, float* y,
+                                  std::int64_t y_stride) {
+    each_row<Row, R>(w, row_bytes, count, x, k, sw, y, y_stride);
 }
+template <RowsFn Row, int R>
+INKLING_AVX2 void many_avx2_calls(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t count,
+                                  const std::int8_t* const* x, const Blocks* k, const float* const* sw, float* y,
+                                  std::int64_t y_stride) {
+    each_row<Row, R>(w, row_bytes, count, x, k, sw, y, y_stride);
+}
+constexpr ManyFn kI8ManyAvx2[] = {many_avx2<rows_i8_avx2<1>, 1>, many_avx2<rows_i8_avx2<2>, 2>,
+                                  many_avx2<rows_i8_avx2<3>, 3>, many_avx2<rows_i8_avx2<4>, 4>};
+constexpr ManyFn kI8RowScaleManyAvx2[] = {many_avx2<rows_i8_avx2<1, true>, 1>, many_avx2<rows_i8_avx2<2, true>, 2>,
+                                          many_avx2<rows_i8_avx2<3, true>, 3>, many_avx2<rows_i8_avx2<4, true>, 4>};
+constexpr ManyFn kQ4ManyAvx2[] = {many_avx2<rows_q4_avx2<1>, 1>, many_avx2_calls<rows_q4_avx2<2>, 2>,
+                                  many_avx2_calls<rows_q4_avx2<3>, 3>, many_avx2_calls<rows_q4_avx2<4>, 4>};
 
 // ---- AVX-512 VNNI ----------------------------------------------------------------------
 #define INKLING_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma")))
@@ -270,7 +293,7 @@ INKLING_AVX2_ENTRY void many_avx2(const std::uint8_t* w, std::int64_t row_bytes,
 // took the accumulators' address, so each row stored them to the stack after its last block
 // and read them back for its final sum (a 512-bit store forwarded to a 256-bit load). One
 // core over weights in L2 (Zen 4, a harness calling int_product_rows at n = 1), with
-// many_*_vnni's one call a block of rows: int8 1,024 columns 36 -> 50 GB/s, 4,096 columns
+// many_vnni's one call a block of rows: int8 1,024 columns 36 -> 50 GB/s, 4,096 columns
 // 48-50 -> 58-59; int4 1,024 columns 18-26 -> 36, 4,096 columns 34 -> 39. (always_inline on
 // the helpers instead: MinGW's GCC then refuses the file — a 512-bit vector ABI warning.)
 #define INKLING_VNNI_ENTRY INKLING_VNNI __attribute__((flatten))
@@ -482,16 +505,30 @@ INKLING_VNNI_ENTRY void rows_q4_x4_vnni(const std::uint8_t* w, const std::int8_t
 }
 constexpr RowsFn kQ4X4Rows[] = {rows_q4_x4_vnni<1>, rows_q4_x4_vnni<2>, rows_q4_x4_vnni<3>, rows_q4_x4_vnni<4>};
 
-template <RowsFn Row>
+template <RowsFn Row, int R>
 INKLING_VNNI_ENTRY void many_vnni(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t count,
-                                  const std::int8_t* x, const Blocks& k, const float* const* sw, float* y) {
-    each_row<Row>(w, row_bytes, count, x, k, sw, y);
+                                  const std::int8_t* const* x, const Blocks* k, const float* const* sw, float* y,
+                                  std::int64_t y_stride) {
+    each_row<Row, R>(w, row_bytes, count, x, k, sw, y, y_stride);
+}
+// The same loop calling `Row` (see many_avx2).
+template <RowsFn Row, int R>
+INKLING_VNNI void many_vnni_calls(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t count,
+                                  const std::int8_t* const* x, const Blocks* k, const float* const* sw, float* y,
+                                  std::int64_t y_stride) {
+    each_row<Row, R>(w, row_bytes, count, x, k, sw, y, y_stride);
 }
 
 constexpr RowsFn kI8Rows[] = {rows_i8_vnni<1>, rows_i8_vnni<2>, rows_i8_vnni<3>, rows_i8_vnni<4>};
-constexpr RowsFn kI8RowScaleRows[] = {rows_i8_vnni<1, true>, rows_i8_vnni<2, true>, rows_i8_vnni<3, true>,
-                                      rows_i8_vnni<4, true>};
 constexpr RowsFn kQ4Rows[] = {rows_q4_vnni<1>, rows_q4_vnni<2>, rows_q4_vnni<3>, rows_q4_vnni<4>};
+constexpr ManyFn kI8Many[] = {many_vnni<rows_i8_vnni<1>, 1>, many_vnni<rows_i8_vnni<2>, 2>,
+                              many_vnni<rows_i8_vnni<3>, 3>, many_vnni<rows_i8_vnni<4>, 4>};
+constexpr ManyFn kI8RowScaleMany[] = {many_vnni<rows_i8_vnni<1, true>, 1>, many_vnni<rows_i8_vnni<2, true>, 2>,
+                                      many_vnni<rows_i8_vnni<3, true>, 3>, many_vnni<rows_i8_vnni<4, true>, 4>};
+constexpr ManyFn kQ4Many[] = {many_vnni<rows_q4_vnni<1>, 1>, many_vnni<rows_q4_vnni<2>, 2>,
+                              many_vnni<rows_q4_vnni<3>, 3>, many_vnni<rows_q4_vnni<4>, 4>};
+constexpr ManyFn kQ4X4Many[] = {many_vnni<rows_q4_x4_vnni<1>, 1>, many_vnni<rows_q4_x4_vnni<2>, 2>,
+                                many_vnni_calls<rows_q4_x4_vnni<3>, 3>, many_vnni_calls<rows_q4_x4_vnni<4>, 4>};
 
 // Sixteen weight rows against many activation rows, one weight row a lane (prefill and
 // batched decode). Each block's weights of the 16 rows are gathered once into a tile —
@@ -709,7 +746,6 @@ struct IntKernels {
     bool q4_order;
     // Several activation rows per weight load (q4: x in q4 order), 1..kRowsPerLoad; or null.
     const RowsFn* rows_i8;
-    const RowsFn* rows_i8_row_scale;  // rows_i8 for a row of one scale, passed as Blocks::sw[0]
     const RowsFn* rows_q4;
     // Optional: 2 weight rows × 2 activation rows at once (SMMLA), the four outputs
     // [w0·x0, w0·x1, w1·x0, w1·x1] each as dot_* gives it (blocks in that order too); the
@@ -720,9 +756,10 @@ struct IntKernels {
     LanesFn lanes;
     // Optional: rows_q4 for activations in the x4 order (rows_q4_x4_vnni), 1..kRowsPerLoad; or null.
     const RowsFn* rows_q4_x4;
-    // Optional: one activation row against many weight rows in a call (each row as
-    // rows_i8[0], rows_i8_row_scale[0], rows_q4[0] and rows_q4_x4[0] form it); or null.
-    ManyFn many_i8, many_i8_row_scale, many_q4, many_q4_x4;
+    // Optional: the multi-row kernels over a block of weight rows a call (as rows_i8, rows_q4
+    // and rows_q4_x4 form each row; int8 rows of one scale, passed as Blocks::sw[0]: the
+    // same sums as a per-block array of equal scales), 1..kRowsPerLoad; or null.
+    const ManyFn *many_i8, *many_i8_row_scale, *many_q4, *many_q4_x4;
     const char* name;
 };
 
@@ -735,16 +772,15 @@ IntKernels int_kernels_for(Isa isa) {
                 unpack_q4_avx2,
                 true,
                 kI8Rows,
-                kI8RowScaleRows,
                 kQ4Rows,
                 nullptr,
                 nullptr,
                 lanes_vnni,
                 kQ4X4Rows,
-                many_vnni<rows_i8_vnni<1>>,
-                many_vnni<rows_i8_vnni<1, true>>,
-                many_vnni<rows_q4_vnni<1>>,
-                many_vnni<rows_q4_x4_vnni<1>>,
+                kI8Many,
+                kI8RowScaleMany,
+                kQ4Many,
+                kQ4X4Many,
                 "avx512-vnni"};
     if (isa == Isa::Avx2 || isa == Isa::Avx512)
         return {one_row<rows_i8_avx2<1>, std::int8_t>,
@@ -752,34 +788,33 @@ IntKernels int_kernels_for(Isa isa) {
                 unpack_q4_avx2,
                 true,
                 kI8RowsAvx2,
-                kI8RowScaleRowsAvx2,
                 kQ4RowsAvx2,
                 nullptr,
                 nullptr,
                 nullptr,
                 nullptr,
-                many_avx2<rows_i8_avx2<1>>,
-                many_avx2<rows_i8_avx2<1, true>>,
-                many_avx2<rows_q4_avx2<1>>,
+                kI8ManyAvx2,
+                kI8RowScaleManyAvx2,
+                kQ4ManyAvx2,
                 nullptr,
                 "avx2"};
 #elif defined(__aarch64__)
     // (engine/cpu/arm64/int_kernels.h; a level this build could not compile is never the
     // active ISA: arm64::best_isa stops below it.)
     if (isa == Isa::I8mm)
-        return {arm64::dot_i8_dotprod, arm64::dot_q4_dotprod, unpack_q4_scalar, true, nullptr, nullptr, nullptr,
+        return {arm64::dot_i8_dotprod, arm64::dot_q4_dotprod, unpack_q4_scalar, true, nullptr, nullptr,
                 arm64::tile_i8_i8mm, arm64::tile_q4_i8mm, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
                 "smmla+sdot"};
     if (isa == Isa::Dotprod)
         return {arm64::dot_i8_dotprod, arm64::dot_q4_dotprod, unpack_q4_scalar, true, nullptr, nullptr, nullptr,
-                nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, "sdot"};
+                nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, "sdot"};
     if (isa == Isa::Neon)
         return {arm64::dot_i8_neon, arm64::dot_q4_neon, unpack_q4_scalar, true, nullptr, nullptr, nullptr, nullptr,
-                nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, "neon"};
+                nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, "neon"};
 #endif
     (void)isa;
     return {dot_i8_scalar, dot_q4_scalar, unpack_q4_scalar, false, nullptr, nullptr, nullptr, nullptr, nullptr,
-            nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, "scalar"};
+            nullptr, nullptr, nullptr, nullptr, nullptr, "scalar"};
 }
 
 // Weight rows a block of the multi-row kernels holds (in L2) while every group of activation
@@ -925,9 +960,8 @@ void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::in
         // rows (in L1) in turn; with few activation rows the weights stream once.
         const auto row_bytes = static_cast<std::int64_t>(model::dtype_bytes(w.dtype, w.row_stride));
         const std::int64_t block = std::max<std::int64_t>(1, kWeightBlockBytes / std::max<std::int64_t>(1, row_bytes));
-        const bool row_scale = !q4 && k.rows_i8_row_scale && w.group >= a.padded;
-        if (row_scale) multi = k.rows_i8_row_scale;
-        else if (w.group != kB && sw_buf.size() < static_cast<std::size_t>(block * a.blocks))
+        const bool row_scale = !q4 && k.many_i8_row_scale && w.group >= a.padded;
+        if (!row_scale && w.group != kB && sw_buf.size() < static_cast<std::size_t>(block * a.blocks))
             sw_buf.resize(static_cast<std::size_t>(block * a.blocks));
         std::vector<const float*>& sws = thread_scratch<const float*, struct sws_scratch>();
         sws.resize(static_cast<std::size_t>(block));
@@ -939,33 +973,19 @@ void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::in
                 const int r = static_cast<int>(std::min<std::int64_t>(kRowsPerLoad, a.rows - s));
                 const std::int8_t* xs[kRowsPerLoad];
                 Blocks blocks[kRowsPerLoad];
-                float out[kRowsPerLoad];
                 for (int i = 0; i < r; ++i) xs[i] = xq + (s + i) * a.padded;
                 // int4: the x4 order's kernels where there are some (the same bits).
                 const bool x4 = q4 && !x.q4x4.empty();
                 const std::int8_t* x4s[kRowsPerLoad];
                 for (int i = 0; x4 && i < r; ++i) x4s[i] = x.q4x4.data() + (s + i) * a.padded;
-                // One activation row: the weight rows in one call where the kernels have one.
-                const ManyFn many = r > 1 ? nullptr
-                                    : q4  ? (x4 ? k.many_q4_x4 : k.many_q4)
-                                          : (row_scale ? k.many_i8_row_scale : k.many_i8);
-                if (many) {
-                    const Blocks one{a.sums.data() + s * a.blocks, nullptr, a.scales.data() + s * a.blocks, a.blocks};
-                    many(reinterpret_cast<const std::uint8_t*>(w.row(ob)), row_bytes, oe - ob, x4 ? x4s[0] : xs[0], one,
-                         sws.data(), y + s * w.rows + ob);
-                    continue;
-                }
-                for (std::int64_t o = ob; o < oe; ++o) {
-                    for (int i = 0; i < r; ++i)
-                        blocks[i] = {a.sums.data() + (s + i) * a.blocks, sws[static_cast<std::size_t>(o - ob)],
-                                     a.scales.data() + (s + i) * a.blocks, a.blocks};
-                    // One row (decode) writes its output in place: a copy from `out` waited on
-                    // the kernel's store, a short row's last step.
-                    float* dst = r == 1 ? y + s * w.rows + o : out;
-                    if (x4) k.rows_q4_x4[r - 1](reinterpret_cast<const std::uint8_t*>(w.row(o)), x4s, blocks, dst);
-                    else multi[r - 1](reinterpret_cast<const std::uint8_t*>(w.row(o)), xs, blocks, dst);
-                    for (int i = 0; r > 1 && i < r; ++i) y[(s + i) * w.rows + o] = out[i];
-                }
+                // The block's weight rows in one call (the kernels' many_* loops).
+                const ManyFn* many = q4 ? (x4 ? k.many_q4_x4 : k.many_q4)
+                                        : (row_scale ? k.many_i8_row_scale : k.many_i8);
+                for (int i = 0; i < r; ++i)
+                    blocks[i] = {a.sums.data() + (s + i) * a.blocks, nullptr, a.scales.data() + (s + i) * a.blocks,
+                                 a.blocks};
+                many[r - 1](reinterpret_cast<const std::uint8_t*>(w.row(ob)), row_bytes, oe - ob, x4 ? x4s : xs, blocks,
+                            sws.data(), y + s * w.rows + ob, w.rows);
             }
         }
         return;
