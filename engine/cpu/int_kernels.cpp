@@ -264,28 +264,21 @@ INKLING_AVX2_ENTRY void rows_q4_avx2(const std::uint8_t* w, const std::int8_t* c
 
 constexpr RowsFn kI8RowsAvx2[] = {rows_i8_avx2<1>, rows_i8_avx2<2>, rows_i8_avx2<3>, rows_i8_avx2<4>};
 constexpr RowsFn kQ4RowsAvx2[] = {rows_q4_avx2<1>, rows_q4_avx2<2>, rows_q4_avx2<3>, rows_q4_avx2<4>};
-// Inlined into the loop (flatten) where that measured faster; `_calls` calls the kernel
-// (int4 against several activation rows: its registers are full, and inlined it spilled —
-// one core over weights in L2, 1,024 columns, 2 rows: AVX2 11.4 GB/s called, 10.5 inlined;
-// VNNI's x4 kernel for 4 rows 11.2 called, 10.7 inlined).
-template <RowsFn Row, int R>
-INKLING_AVX2_ENTRY void many_avx2(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t count,
-                                  const std::int8_t* const* x, const Blocks* k, const float* const* sw, float* y,
-                                  std::int64_t y_stride) {
-    each_row<Row, R>(w, row_bytes, count, x, k, sw, y, y_stride);
-}
-template <RowsFn Row, int R>
-INKLING_AVX2 void many_avx2_calls(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t count,
-                                  const std::int8_t* const* x, const Blocks* k, const float* const* sw, float* y,
-                                  std::int64_t y_stride) {
-    each_row<Row, R>(w, row_bytes, count, x, k, sw, y, y_stride);
+// Inlined into the loop (flatten) where that measured faster; each_row<Row, R> itself where
+// the kernel's registers are full and inlined it spilled (int4 against several activation
+// rows — one core over weights in L2, 1,024 columns, 2 rows: AVX2 11.4 GB/s called, 10.5
+// inlined; VNNI's x4 kernel for 4 rows 11.2 called, 10.7 inlined). The parameters are
+// ManyFn's, taken from the table's type.
+template <RowsFn Row, int R, class... A>
+INKLING_AVX2_ENTRY void many_avx2(A... a) {
+    each_row<Row, R>(a...);
 }
 constexpr ManyFn kI8ManyAvx2[] = {many_avx2<rows_i8_avx2<1>, 1>, many_avx2<rows_i8_avx2<2>, 2>,
                                   many_avx2<rows_i8_avx2<3>, 3>, many_avx2<rows_i8_avx2<4>, 4>};
 constexpr ManyFn kI8RowScaleManyAvx2[] = {many_avx2<rows_i8_avx2<1, true>, 1>, many_avx2<rows_i8_avx2<2, true>, 2>,
                                           many_avx2<rows_i8_avx2<3, true>, 3>, many_avx2<rows_i8_avx2<4, true>, 4>};
-constexpr ManyFn kQ4ManyAvx2[] = {many_avx2<rows_q4_avx2<1>, 1>, many_avx2_calls<rows_q4_avx2<2>, 2>,
-                                  many_avx2_calls<rows_q4_avx2<3>, 3>, many_avx2_calls<rows_q4_avx2<4>, 4>};
+constexpr ManyFn kQ4ManyAvx2[] = {many_avx2<rows_q4_avx2<1>, 1>, each_row<rows_q4_avx2<2>, 2>,
+                                  each_row<rows_q4_avx2<3>, 3>, each_row<rows_q4_avx2<4>, 4>};
 
 // ---- AVX-512 VNNI ----------------------------------------------------------------------
 #define INKLING_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma")))
@@ -505,18 +498,10 @@ INKLING_VNNI_ENTRY void rows_q4_x4_vnni(const std::uint8_t* w, const std::int8_t
 }
 constexpr RowsFn kQ4X4Rows[] = {rows_q4_x4_vnni<1>, rows_q4_x4_vnni<2>, rows_q4_x4_vnni<3>, rows_q4_x4_vnni<4>};
 
-template <RowsFn Row, int R>
-INKLING_VNNI_ENTRY void many_vnni(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t count,
-                                  const std::int8_t* const* x, const Blocks* k, const float* const* sw, float* y,
-                                  std::int64_t y_stride) {
-    each_row<Row, R>(w, row_bytes, count, x, k, sw, y, y_stride);
-}
-// The same loop calling `Row` (see many_avx2).
-template <RowsFn Row, int R>
-INKLING_VNNI void many_vnni_calls(const std::uint8_t* w, std::int64_t row_bytes, std::int64_t count,
-                                  const std::int8_t* const* x, const Blocks* k, const float* const* sw, float* y,
-                                  std::int64_t y_stride) {
-    each_row<Row, R>(w, row_bytes, count, x, k, sw, y, y_stride);
+// (See many_avx2.)
+template <RowsFn Row, int R, class... A>
+INKLING_VNNI_ENTRY void many_vnni(A... a) {
+    each_row<Row, R>(a...);
 }
 
 constexpr RowsFn kI8Rows[] = {rows_i8_vnni<1>, rows_i8_vnni<2>, rows_i8_vnni<3>, rows_i8_vnni<4>};
@@ -528,7 +513,7 @@ constexpr ManyFn kI8RowScaleMany[] = {many_vnni<rows_i8_vnni<1, true>, 1>, many_
 constexpr ManyFn kQ4Many[] = {many_vnni<rows_q4_vnni<1>, 1>, many_vnni<rows_q4_vnni<2>, 2>,
                               many_vnni<rows_q4_vnni<3>, 3>, many_vnni<rows_q4_vnni<4>, 4>};
 constexpr ManyFn kQ4X4Many[] = {many_vnni<rows_q4_x4_vnni<1>, 1>, many_vnni<rows_q4_x4_vnni<2>, 2>,
-                                many_vnni_calls<rows_q4_x4_vnni<3>, 3>, many_vnni_calls<rows_q4_x4_vnni<4>, 4>};
+                                each_row<rows_q4_x4_vnni<3>, 3>, each_row<rows_q4_x4_vnni<4>, 4>};
 
 // Sixteen weight rows against many activation rows, one weight row a lane (prefill and
 // batched decode). Each block's weights of the 16 rows are gathered once into a tile —
