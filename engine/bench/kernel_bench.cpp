@@ -91,6 +91,29 @@ double median(std::vector<double> v) {
     return v[v.size() / 2];
 }
 
+// n = 1 on one core over ~512 KiB of weights that stay in its L2 (GB/s of weights, the best
+// of five passes of ~20 ms): what the kernel turns over when memory is not the limit. Set
+// beside the read loop's share of one core, it says whether a decode at n = 1 could be bound
+// by the kernel's operations on a machine with more bandwidth a core (this VM's slow minutes
+// slow the cores too: compare within a run).
+double in_l2_one_core_gb_s(DType dtype, std::int64_t cols, const float* x) {
+    cpu::ThreadPool solo(1);
+    const double row_bytes = static_cast<double>(model::dtype_bytes(dtype, model::is_quantized(dtype) ? quant::padded_cols(cols) : cols));
+    const auto rows = std::max<std::int64_t>(1, static_cast<std::int64_t>((512 << 10) / row_bytes));
+    const BenchMatrix b = make_matrix(dtype, {rows, cols}, solo, 7);
+    std::vector<float> y(static_cast<std::size_t>(rows));
+    const double bytes = static_cast<double>(b.m.bytes());
+    const int reps = std::max(1, static_cast<int>(20e-3 * 20e9 / bytes));  // ~20 ms at 20 GB/s
+    double best = 0;
+    for (int t = 0; t < 5; ++t) {
+        const double s = seconds([&] {
+            for (int r = 0; r < reps; ++r) cpu::matmul(x, 1, b.m, y.data(), solo);
+        });
+        best = std::max(best, bytes * reps / s / 1e9);
+    }
+    return best;
+}
+
 std::string cpu_model() {
     std::ifstream in("/proc/cpuinfo");
     for (std::string line; std::getline(in, line);)
@@ -253,6 +276,7 @@ nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes, Ke
             return 2.0 * static_cast<double>(shape.rows * shape.cols * n) / median(t) / 1e9;
         };
         const double g64 = gflops(64, 5), g512 = gflops(512, 3);
+        const double in_l2 = in_l2_one_core_gb_s(v.dtype, shape.cols, x.data());
         const Ggml g = ggml_for(ggml, v.dtype);
         out["formats"].push_back({{"format", v.name},
                                   {"numerics", cpu::numerics_name(v.numerics)},
@@ -266,6 +290,8 @@ nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes, Ke
                                   {"n1_fraction_of_bandwidth", gb_s / yardstick},
                                   {"n1_decode_interleave", v.dtype == DType::BF16 && cpu::bf16_decode_interleave_active()},
                                   {"n1_other_order_gb_s", other_gb_s},
+                                  {"n1_in_l2_one_core_gb_s", in_l2},
+                                  {"n1_in_l2_one_core_x_read_loop_share", in_l2 / (yardstick / pool.size())},
                                   {"n64_gflop_s", g64},
                                   {"n512_gflop_s", g512},
                                   {"ggml_n1_fraction_of_read_loop", g.n1_ratio},
@@ -277,6 +303,8 @@ nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes, Ke
         if (other_gb_s > 0)
             std::fprintf(stderr, "[bench] %-18s n=1 in the other decode order (%s): %.2f GB/s\n", "",
                          cpu::bf16_decode_interleave_active() ? "adjacent rows a tile" : "rows in parts", other_gb_s);
+        std::fprintf(stderr, "[bench] %-18s n=1 on one core over weights in its L2: %.2f GB/s (%.2f x a core's share of the read loop)\n",
+                     "", in_l2, in_l2 / (yardstick / pool.size()));
     }
     cpu::set_numerics(saved_numerics);
     cpu::set_bf16_dot_product(saved_dot);

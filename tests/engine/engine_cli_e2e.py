@@ -20,7 +20,8 @@ engine did not produce:
     same bits; bench reports the mode in force; an unknown mode is an error naming the flag
   - `bench --kernels --kernel-shape ROWSxCOLS`: the report is of that shape (each format's
     matrix bytes from the shape and dtype, enough copies for --kernel-mb, no ggml figures off
-    the default shape); a malformed shape is an error naming the flag (timings not checked)
+    the default shape, the one-core in-L2 rate of every format beside its ratio); a malformed
+    shape is an error naming the flag (timings not checked)
 
 PASS/FAIL lines; exit 0 when all pass.
 """
@@ -252,10 +253,15 @@ want_bytes = {"bf16": rows * cols * 2, "int8": rows * padded + rows * 4, "int4":
 got = {f["format"]: f for f in k.get("formats", [])}
 sizes_ok = all(f["matrix_bytes"] == want_bytes[name.split()[0]] and
                f["n1_matrices"] == max(1, -(-(1 << 20) // f["matrix_bytes"])) for name, f in got.items())
+# The one-core in-L2 figure: a rate for every format, and its ratio to a core's share of the
+# read loop consistent with it (one thread here: a core's share is the whole read loop).
+in_l2_ok = all(f.get("n1_in_l2_one_core_gb_s", 0) > 0 and
+               abs(f["n1_in_l2_one_core_x_read_loop_share"] * (f["bandwidth_before_gb_s"] + f["bandwidth_after_gb_s"]) / 2
+                   - f["n1_in_l2_one_core_gb_s"]) < 1e-6 * f["n1_in_l2_one_core_gb_s"] for f in got.values())
 report(f"bench --kernels --kernel-shape {rows}x{cols}: every format measured at that shape (matrix bytes from it, "
-       f"copies for --kernel-mb 1), ggml's figures left out",
+       f"copies for --kernel-mb 1, n = 1 on one core in L2 beside it), ggml's figures left out",
        k.get("rows") == rows and k.get("cols") == cols and {"bf16 exact", "int8", "int4 g32"} <= set(got)
-       and sizes_ok and k.get("ggml_source") == "none at this shape"
+       and sizes_ok and in_l2_ok and k.get("ggml_source") == "none at this shape"
        and all(f["ggml_n64_gflop_s"] == "" for f in got.values()), (k.get("rows"), k.get("cols"), list(got)))
 for bad, why in (("1024", "no 'x'"), ("1024x0", "columns must lie in"), ("axb", "rows 'a' is not a whole number")):
     p = inkling("bench", "--kernels", "--kernel-shape", bad, check=False)
