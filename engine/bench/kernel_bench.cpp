@@ -277,6 +277,7 @@ nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes, Ke
         };
         const double g64 = gflops(64, 5), g512 = gflops(512, 3);
         const double in_l2 = in_l2_one_core_gb_s(v.dtype, shape.cols, x.data());
+        const double in_l2_x_share = in_l2 / (yardstick / pool.size());
         const Ggml g = ggml_for(ggml, v.dtype);
         out["formats"].push_back({{"format", v.name},
                                   {"numerics", cpu::numerics_name(v.numerics)},
@@ -291,7 +292,7 @@ nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes, Ke
                                   {"n1_decode_interleave", v.dtype == DType::BF16 && cpu::bf16_decode_interleave_active()},
                                   {"n1_other_order_gb_s", other_gb_s},
                                   {"n1_in_l2_one_core_gb_s", in_l2},
-                                  {"n1_in_l2_one_core_x_read_loop_share", in_l2 / (yardstick / pool.size())},
+                                  {"n1_in_l2_one_core_x_read_loop_share", in_l2_x_share},
                                   {"n64_gflop_s", g64},
                                   {"n512_gflop_s", g512},
                                   {"ggml_n1_fraction_of_read_loop", g.n1_ratio},
@@ -304,7 +305,7 @@ nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes, Ke
             std::fprintf(stderr, "[bench] %-18s n=1 in the other decode order (%s): %.2f GB/s\n", "",
                          cpu::bf16_decode_interleave_active() ? "adjacent rows a tile" : "rows in parts", other_gb_s);
         std::fprintf(stderr, "[bench] %-18s n=1 on one core over weights in its L2: %.2f GB/s (%.2f x a core's share of the read loop)\n",
-                     "", in_l2, in_l2 / (yardstick / pool.size()));
+                     "", in_l2, in_l2_x_share);
     }
     cpu::set_numerics(saved_numerics);
     cpu::set_bf16_dot_product(saved_dot);

@@ -121,7 +121,7 @@ float one_row(const W* w, const std::int8_t* x, const Blocks& k) {
 // ---- AVX2 ------------------------------------------------------------------------------
 #define INKLING_AVX2 __attribute__((target("avx2,fma")))
 // Entry points take their helpers inline (flatten): see INKLING_VNNI_ENTRY.
-#define INKLING_AVX2_ENTRY INKLING_AVX2 __attribute__((flatten))
+#define INKLING_AVX2_ENTRY INKLING_AVX2 __attribute__((flatten, aligned(64)))
 
 // The tree of the pattern from h = 8 on: `h8` holds acc[i] + acc[i + 8], i < 8.
 INKLING_AVX2 inline float finish8_avx2(__m256 h8) {
@@ -262,8 +262,6 @@ INKLING_AVX2_ENTRY void rows_q4_avx2(const std::uint8_t* w, const std::int8_t* c
     dot_avx2_rows<Q4Avx2Rows, R>(Q4Avx2Rows{w}, x, k, out);
 }
 
-constexpr RowsFn kI8RowsAvx2[] = {rows_i8_avx2<1>, rows_i8_avx2<2>, rows_i8_avx2<3>, rows_i8_avx2<4>};
-constexpr RowsFn kQ4RowsAvx2[] = {rows_q4_avx2<1>, rows_q4_avx2<2>, rows_q4_avx2<3>, rows_q4_avx2<4>};
 // Inlined into the loop (flatten) where that measured faster; each_row<Row, R> itself where
 // the kernel's registers are full and inlined it spilled (int4 against several activation
 // rows — one core over weights in L2, 1,024 columns, 2 rows: AVX2 11.4 GB/s called, 10.5
@@ -289,7 +287,10 @@ constexpr ManyFn kQ4ManyAvx2[] = {many_avx2<rows_q4_avx2<1>, 1>, each_row<rows_q
 // many_vnni's one call a block of rows: int8 1,024 columns 36 -> 50 GB/s, 4,096 columns
 // 48-50 -> 58-59; int4 1,024 columns 18-26 -> 36, 4,096 columns 34 -> 39. (always_inline on
 // the helpers instead: MinGW's GCC then refuses the file — a 512-bit vector ABI warning.)
-#define INKLING_VNNI_ENTRY INKLING_VNNI __attribute__((flatten))
+// Each entry starts on a 64-byte line: where the linker happened to put one decided its speed
+// (AVX2 int8, one row, 1,024 columns: 28 GB/s at an address ≡ 32 mod 64, 33 at one ≡ 0 —
+// the same instructions).
+#define INKLING_VNNI_ENTRY INKLING_VNNI __attribute__((flatten, aligned(64)))
 
 // Eight vectors, each the 16 int32 partial sums of two blocks (lanes 0-7 the first, 8-15
 // the second) → one vector of the sixteen block totals, in block order.
@@ -457,7 +458,8 @@ INKLING_VNNI inline __m512i unsigned_nibbles(__m512i z) {
     return _mm512_ternarylogic_epi32(z, _mm512_set1_epi8(0x0f), _mm512_set1_epi8(0x08), 0x6a);  // (z & 15) ^ 8
 }
 template <int R>
-INKLING_VNNI inline void q4_x4_vnni(const std::uint8_t* w, const std::int8_t* const* x4, const Blocks* k, float* out) {
+INKLING_VNNI_ENTRY void rows_q4_x4_vnni(const std::uint8_t* w, const std::int8_t* const* x4, const Blocks* k,
+                                        float* out) {
     const std::int64_t n = k[0].n;
     __m512 acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
@@ -491,12 +493,6 @@ INKLING_VNNI inline void q4_x4_vnni(const std::uint8_t* w, const std::int8_t* co
     for (int r = 0; r < R; ++r)
         out[r] = finish8_avx2(_mm256_add_ps(_mm512_castps512_ps256(acc[r]), _mm512_extractf32x8_ps(acc[r], 1)));
 }
-template <int R>
-INKLING_VNNI_ENTRY void rows_q4_x4_vnni(const std::uint8_t* w, const std::int8_t* const* x4, const Blocks* k,
-                                        float* out) {
-    q4_x4_vnni<R>(w, x4, k, out);
-}
-constexpr RowsFn kQ4X4Rows[] = {rows_q4_x4_vnni<1>, rows_q4_x4_vnni<2>, rows_q4_x4_vnni<3>, rows_q4_x4_vnni<4>};
 
 // (See many_avx2.)
 template <RowsFn Row, int R, class... A>
@@ -504,8 +500,6 @@ INKLING_VNNI_ENTRY void many_vnni(A... a) {
     each_row<Row, R>(a...);
 }
 
-constexpr RowsFn kI8Rows[] = {rows_i8_vnni<1>, rows_i8_vnni<2>, rows_i8_vnni<3>, rows_i8_vnni<4>};
-constexpr RowsFn kQ4Rows[] = {rows_q4_vnni<1>, rows_q4_vnni<2>, rows_q4_vnni<3>, rows_q4_vnni<4>};
 constexpr ManyFn kI8Many[] = {many_vnni<rows_i8_vnni<1>, 1>, many_vnni<rows_i8_vnni<2>, 2>,
                               many_vnni<rows_i8_vnni<3>, 3>, many_vnni<rows_i8_vnni<4>, 4>};
 constexpr ManyFn kI8RowScaleMany[] = {many_vnni<rows_i8_vnni<1, true>, 1>, many_vnni<rows_i8_vnni<2, true>, 2>,
@@ -729,9 +723,6 @@ struct IntKernels {
     float (*dot_q4)(const std::uint8_t*, const std::int8_t*, const Blocks&);  // x in q4 order if q4_order
     void (*unpack_q4)(const std::uint8_t*, std::int64_t, std::int8_t*);
     bool q4_order;
-    // Several activation rows per weight load (q4: x in q4 order), 1..kRowsPerLoad; or null.
-    const RowsFn* rows_i8;
-    const RowsFn* rows_q4;
     // Optional: 2 weight rows × 2 activation rows at once (SMMLA), the four outputs
     // [w0·x0, w0·x1, w1·x0, w1·x1] each as dot_* gives it (blocks in that order too); the
     // rows it leaves (an odd one) go through dot_*.
@@ -739,11 +730,10 @@ struct IntKernels {
     TileFn tile_q4;
     // Optional: 16 weight rows a lane against every activation row (lanes_vnni); or null.
     LanesFn lanes;
-    // Optional: rows_q4 for activations in the x4 order (rows_q4_x4_vnni), 1..kRowsPerLoad; or null.
-    const RowsFn* rows_q4_x4;
-    // Optional: the multi-row kernels over a block of weight rows a call (as rows_i8, rows_q4
-    // and rows_q4_x4 form each row; int8 rows of one scale, passed as Blocks::sw[0]: the
-    // same sums as a per-block array of equal scales), 1..kRowsPerLoad; or null.
+    // Optional: several activation rows per weight load (1..kRowsPerLoad, the table's slot
+    // + 1), over a block of weight rows a call: int8; int8 rows of one scale (passed as
+    // Blocks::sw[0]: the same sums as a per-block array of equal scales); int4 with x in the
+    // q4 order; int4 with x in the x4 order (rows_q4_x4_vnni). Null where the set has none.
     const ManyFn *many_i8, *many_i8_row_scale, *many_q4, *many_q4_x4;
     const char* name;
 };
@@ -756,12 +746,9 @@ IntKernels int_kernels_for(Isa isa) {
                 one_row<rows_q4_vnni<1>, std::uint8_t>,
                 unpack_q4_avx2,
                 true,
-                kI8Rows,
-                kQ4Rows,
                 nullptr,
                 nullptr,
                 lanes_vnni,
-                kQ4X4Rows,
                 kI8Many,
                 kI8RowScaleMany,
                 kQ4Many,
@@ -772,9 +759,6 @@ IntKernels int_kernels_for(Isa isa) {
                 one_row<rows_q4_avx2<1>, std::uint8_t>,
                 unpack_q4_avx2,
                 true,
-                kI8RowsAvx2,
-                kQ4RowsAvx2,
-                nullptr,
                 nullptr,
                 nullptr,
                 nullptr,
@@ -787,19 +771,18 @@ IntKernels int_kernels_for(Isa isa) {
     // (engine/cpu/arm64/int_kernels.h; a level this build could not compile is never the
     // active ISA: arm64::best_isa stops below it.)
     if (isa == Isa::I8mm)
-        return {arm64::dot_i8_dotprod, arm64::dot_q4_dotprod, unpack_q4_scalar, true, nullptr, nullptr,
-                arm64::tile_i8_i8mm, arm64::tile_q4_i8mm, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                "smmla+sdot"};
+        return {arm64::dot_i8_dotprod, arm64::dot_q4_dotprod, unpack_q4_scalar, true, arm64::tile_i8_i8mm,
+                arm64::tile_q4_i8mm, nullptr, nullptr, nullptr, nullptr, nullptr, "smmla+sdot"};
     if (isa == Isa::Dotprod)
         return {arm64::dot_i8_dotprod, arm64::dot_q4_dotprod, unpack_q4_scalar, true, nullptr, nullptr, nullptr,
-                nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, "sdot"};
+                nullptr, nullptr, nullptr, nullptr, "sdot"};
     if (isa == Isa::Neon)
         return {arm64::dot_i8_neon, arm64::dot_q4_neon, unpack_q4_scalar, true, nullptr, nullptr, nullptr, nullptr,
-                nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, "neon"};
+                nullptr, nullptr, nullptr, "neon"};
 #endif
     (void)isa;
     return {dot_i8_scalar, dot_q4_scalar, unpack_q4_scalar, false, nullptr, nullptr, nullptr, nullptr, nullptr,
-            nullptr, nullptr, nullptr, nullptr, nullptr, "scalar"};
+            nullptr, nullptr, "scalar"};
 }
 
 // Weight rows a block of the multi-row kernels holds (in L2) while every group of activation
@@ -882,7 +865,7 @@ void prepare_int_activations(Isa isa, bool q4_order, const float* x, std::int64_
         if (q4) out.q4.assign(a.q.size(), 0);
         (vnni ? quantize_vnni : quantize_avx2)(x, rows, cols, a, q4 ? out.q4.data() : nullptr);
         // The x4 order for the rows that reach the multi-row kernels (below lanes_vnni's).
-        if (q4 && rows < kLanesFromRows && k.rows_q4_x4) to_x4_order(out.q4, rows, a.padded, out.q4x4);
+        if (q4 && rows < kLanesFromRows && k.many_q4_x4) to_x4_order(out.q4, rows, a.padded, out.q4x4);
         return;
     }
 #endif
@@ -911,7 +894,7 @@ void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::in
                                  ") for activations of " + std::to_string(a.cols) + " columns");
     const IntKernels k = int_kernels_for(isa);
     const bool q4 = w.dtype == DType::Q4;
-    const RowsFn* multi = q4 ? k.rows_q4 : k.rows_i8;
+    const ManyFn* multi = q4 ? k.many_q4 : k.many_i8;
     if (multi && q4 && x.q4.empty()) throw std::runtime_error("int_product_rows: int4 weights need the q4 order");
     const bool unpack = !multi && q4 && a.rows >= kUnpackFromRows;
     const std::int8_t* xq = q4 && !unpack && k.q4_order ? x.q4.data() : a.q.data();
