@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 namespace inkling::platform {
@@ -32,6 +33,10 @@ public:
     std::size_t size() const { return size_; }
     const std::string& path() const { return path_; }
     bool copied() const { return copied_; }
+    // Copy only: the copy made writable for `edit` (given its first byte), then read-only
+    // again — how the loader moves int8 weights into its kernels' order once, in place.
+    // Returns false, calling nothing, for a mapping (the page cache's bytes are the file's).
+    bool rewrite(const std::function<void(std::byte*)>& edit);
 
 private:
     void copy_in(std::intptr_t handle);  // FileBacking::Copy: allocate, read (POSIX: an fd)

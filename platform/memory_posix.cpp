@@ -78,6 +78,21 @@ void MappedFile::copy_in(std::intptr_t handle) {
     copied_ = true;
 }
 
+bool MappedFile::rewrite(const std::function<void(std::byte*)>& edit) {
+    if (!copied_) return false;
+    auto* p = const_cast<std::byte*>(data_);
+    if (::mprotect(p, allocated_, PROT_READ | PROT_WRITE) != 0)
+        throw std::runtime_error(path_ + ": cannot make its copy writable: " + std::strerror(errno));
+    try {
+        edit(p);
+    } catch (...) {
+        ::mprotect(p, allocated_, PROT_READ);
+        throw;
+    }
+    ::mprotect(p, allocated_, PROT_READ);
+    return true;
+}
+
 MappedFile::~MappedFile() {
     if (data_) ::munmap(const_cast<std::byte*>(data_), copied_ ? allocated_ : size_);
 }

@@ -73,6 +73,22 @@ void MappedFile::copy_in(std::intptr_t handle) {
     copied_ = true;
 }
 
+bool MappedFile::rewrite(const std::function<void(std::byte*)>& edit) {
+    if (!copied_) return false;
+    auto* p = const_cast<std::byte*>(data_);
+    DWORD old = 0;
+    if (!VirtualProtect(p, allocated_, PAGE_READWRITE, &old))
+        throw std::runtime_error(path_ + ": cannot make its copy writable: " + error_text(GetLastError()));
+    try {
+        edit(p);
+    } catch (...) {
+        VirtualProtect(p, allocated_, PAGE_READONLY, &old);
+        throw;
+    }
+    VirtualProtect(p, allocated_, PAGE_READONLY, &old);
+    return true;
+}
+
 MappedFile::~MappedFile() {
     if (data_ && copied_) free_pages(const_cast<std::byte*>(data_), allocated_);
     else if (data_) UnmapViewOfFile(data_);

@@ -15,8 +15,10 @@
 
 #include "engine/bench/memory_bandwidth.h"
 #include "engine/cpu/bf16_matmul.h"
+#include "engine/cpu/int_kernels.h"
 #include "engine/cpu/kernels.h"
 #include "engine/quant/quantize.h"
+#include "engine/model/int8_lanes.h"
 #include "platform/memory.h"
 
 namespace inkling::bench {
@@ -70,6 +72,13 @@ BenchMatrix make_matrix(DType dtype, KernelShape shape, cpu::ThreadPool& pool, s
             if (dtype == DType::BF16 && i % 2 == 1) p[i] = (p[i] & std::byte{0x83}) | std::byte{0x3c};
         }
     });
+    // int8 in the layout the engine's loader gives the active ISA's kernels.
+    if (dtype == DType::I8 && cpu::int8_lanes_active()) {
+        pool.parallel_for(m.rows, [&](std::int64_t lo, std::int64_t hi) {
+            model::pack_int8_lanes(p + lo * m.row_stride, hi - lo, m.cols, m.row_stride);
+        });
+        m.lane_packed = true;
+    }
     if (groups) {
         b.scales = std::make_unique<Buffer>(static_cast<std::size_t>(m.rows * groups) * 4, pool, seed + 1);
         auto* s = reinterpret_cast<float*>(b.scales->bytes.get());
@@ -205,6 +214,8 @@ nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes, Ke
     out["cpu"] = cpu_model();
     out["threads"] = pool.size();
     out["isa"] = cpu::isa_name(cpu::active_isa());
+    // int8 weights in the order the loader gives this ISA's kernels (model/int8_lanes.h).
+    out["int8_layout"] = cpu::int8_lanes_active() ? "lanes" : "columns";
     out["memory_bandwidth_gb_s"] = bandwidth;
     out["rows"] = shape.rows;
     out["cols"] = shape.cols;

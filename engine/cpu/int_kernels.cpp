@@ -4,11 +4,13 @@
 #include "engine/cpu/int_blocks.h"
 #if defined(__x86_64__)
 #include "engine/cpu/simd.h"
+#include "engine/model/int8_lanes.h"
 #elif defined(__aarch64__)
 #include "engine/cpu/arm64/int_kernels.h"
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -432,6 +434,40 @@ INKLING_VNNI inline void dot_vnni_rows(const K& kern, const std::int8_t* const* 
         out[r] = finish8_avx2(_mm256_add_ps(_mm512_castps512_ps256(acc[r]), _mm512_extractf32x8_ps(acc[r], 1)));
 }
 
+// int8 weights in the lane order (engine/model/int8_lanes.h) against activations in the same
+// order (IntActivations::lanes): in a full group of 16 blocks, lane j of every vector is block
+// j, so eight dpbusd (in two chains, for their latency) leave the 16 block sums in block order —
+// fold_sums16's input with no reduction: per 512 bytes ~30 operations where the column order
+// takes ~53. The last blocks (fewer than 16) are in column order in both, for fold_tail_vnni.
+template <int R, bool RowScale = false>
+INKLING_VNNI_ENTRY void rows_i8_lanes_vnni(const std::uint8_t* w, const std::int8_t* const* x, const Blocks* k,
+                                           float* out) {
+    using K = I8Vnni<RowScale>;
+    const K kern{reinterpret_cast<const std::int8_t*>(w)};
+    const std::int64_t n = k[0].n;
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    std::int64_t b = 0;
+    for (; b + 16 <= n; b += 16) {
+        __m512i s[R][2];
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; ++v) {
+            const std::int64_t at = b * kB + v * 64;
+            _mm_prefetch(reinterpret_cast<const char*>(kern.w + at) + kPrefetchVnni, _MM_HINT_T1);
+            const __m512i wv = _mm512_xor_si512(_mm512_loadu_si512(kern.w + at), _mm512_set1_epi8(-128));
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r)
+                s[r][v % 2] = _mm512_dpbusd_epi32(v < 2 ? _mm512_setzero_si512() : s[r][v % 2], wv,
+                                                  _mm512_loadu_si512(x[r] + at));
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) acc[r] = fold_sums16<K>(_mm512_add_epi32(s[r][0], s[r][1]), k[r], b, acc[r]);
+    }
+    if (b < n) fold_tail_vnni<K, R>(kern, x, k, b, acc);
+    for (int r = 0; r < R; ++r)
+        out[r] = finish8_avx2(_mm256_add_ps(_mm512_castps512_ps256(acc[r]), _mm512_extractf32x8_ps(acc[r], 1)));
+}
+
 template <int R, bool RowScale = false>
 INKLING_VNNI_ENTRY void rows_i8_vnni(const std::uint8_t* w, const std::int8_t* const* x, const Blocks* k, float* out) {
     dot_vnni_rows<I8Vnni<RowScale>, R>(I8Vnni<RowScale>{reinterpret_cast<const std::int8_t*>(w)}, x, k, out);
@@ -504,6 +540,11 @@ constexpr ManyFn kI8Many[] = {many_vnni<rows_i8_vnni<1>, 1>, many_vnni<rows_i8_v
                               many_vnni<rows_i8_vnni<3>, 3>, many_vnni<rows_i8_vnni<4>, 4>};
 constexpr ManyFn kI8RowScaleMany[] = {many_vnni<rows_i8_vnni<1, true>, 1>, many_vnni<rows_i8_vnni<2, true>, 2>,
                                       many_vnni<rows_i8_vnni<3, true>, 3>, many_vnni<rows_i8_vnni<4, true>, 4>};
+constexpr ManyFn kI8LanesMany[] = {many_vnni<rows_i8_lanes_vnni<1>, 1>, many_vnni<rows_i8_lanes_vnni<2>, 2>,
+                                   many_vnni<rows_i8_lanes_vnni<3>, 3>, many_vnni<rows_i8_lanes_vnni<4>, 4>};
+constexpr ManyFn kI8LanesRowScaleMany[] = {
+    many_vnni<rows_i8_lanes_vnni<1, true>, 1>, many_vnni<rows_i8_lanes_vnni<2, true>, 2>,
+    many_vnni<rows_i8_lanes_vnni<3, true>, 3>, many_vnni<rows_i8_lanes_vnni<4, true>, 4>};
 constexpr ManyFn kQ4Many[] = {many_vnni<rows_q4_vnni<1>, 1>, many_vnni<rows_q4_vnni<2>, 2>,
                               many_vnni<rows_q4_vnni<3>, 3>, many_vnni<rows_q4_vnni<4>, 4>};
 constexpr ManyFn kQ4X4Many[] = {many_vnni<rows_q4_x4_vnni<1>, 1>, many_vnni<rows_q4_x4_vnni<2>, 2>,
@@ -519,9 +560,9 @@ constexpr ManyFn kQ4X4Many[] = {many_vnni<rows_q4_x4_vnni<1>, 1>, many_vnni<rows
 // dot_vnni_rows gives it.
 constexpr int kLaneRows = 8;  // activation rows a tile vector meets per load
 
-INKLING_VNNI void lanes_vnni(bool q4, const std::uint8_t* w, std::int64_t row_bytes, const float* const* sw,
-                             const quant::QuantizedActivations& a, const std::int8_t* xq, std::int64_t y_stride,
-                             float* y) {
+INKLING_VNNI void lanes_vnni(bool q4, bool lane_packed, const std::uint8_t* w, std::int64_t row_bytes,
+                             const float* const* sw, const quant::QuantizedActivations& a, const std::int8_t* xq,
+                             std::int64_t y_stride, float* y) {
     const std::int64_t nb = a.blocks, block_bytes = q4 ? kB / 2 : kB;
     std::vector<std::int32_t>& tile = thread_scratch<std::int32_t, struct lanes_tile_scratch>();
     std::vector<float>& swt = thread_scratch<float, struct lanes_sw_scratch>();
@@ -540,8 +581,13 @@ INKLING_VNNI void lanes_vnni(bool q4, const std::uint8_t* w, std::int64_t row_by
                 _mm512_storeu_si512(t + (4 + g) * kLanes, _mm512_and_si512(_mm512_srli_epi32(v, 4), nib));
             }
         } else {
+            // Word g of block b: 4·g bytes into the block in column order; in the lane order
+            // (a full group's blocks) 64·g bytes into the group, at the block's lane.
+            const bool grouped = lane_packed && b < nb / 16 * 16;
+            const std::uint8_t* word0 = grouped ? w + (b / 16) * 16 * kB + (b % 16) * 4 : src;
+            const std::int64_t step = grouped ? 64 : 4;
             for (int g = 0; g < 8; ++g)
-                _mm512_storeu_si512(t + g * kLanes, _mm512_xor_si512(_mm512_i32gather_epi32(at, src + 4 * g, 1),
+                _mm512_storeu_si512(t + g * kLanes, _mm512_xor_si512(_mm512_i32gather_epi32(at, word0 + step * g, 1),
                                                                      _mm512_set1_epi8(-128)));
         }
         for (std::int64_t l = 0; l < kLanes; ++l) swt[static_cast<std::size_t>(b * kLanes + l)] = sw[l][b];
@@ -716,8 +762,8 @@ INKLING_AVX2 void quantize_avx2(const float* x, std::int64_t rows, std::int64_t 
 
 // ---- dispatch ----------------------------------------------------------------------------
 using TileFn = void (*)(const std::uint8_t* const*, const std::int8_t* const*, const Blocks*, float*);
-using LanesFn = void (*)(bool, const std::uint8_t*, std::int64_t, const float* const*, const quant::QuantizedActivations&,
-                         const std::int8_t*, std::int64_t, float*);
+using LanesFn = void (*)(bool, bool, const std::uint8_t*, std::int64_t, const float* const*,
+                         const quant::QuantizedActivations&, const std::int8_t*, std::int64_t, float*);
 struct IntKernels {
     float (*dot_i8)(const std::int8_t*, const std::int8_t*, const Blocks&);
     float (*dot_q4)(const std::uint8_t*, const std::int8_t*, const Blocks&);  // x in q4 order if q4_order
@@ -735,6 +781,9 @@ struct IntKernels {
     // Blocks::sw[0]: the same sums as a per-block array of equal scales); int4 with x in the
     // q4 order; int4 with x in the x4 order (rows_q4_x4_vnni). Null where the set has none.
     const ManyFn *many_i8, *many_i8_row_scale, *many_q4, *many_q4_x4;
+    // Optional: the same for lane-packed int8 (x in the lane order), per-block and one-scale
+    // rows; null where the set cannot read the lane order (int8_lanes_pay).
+    const ManyFn *many_i8_lanes, *many_i8_lanes_row_scale;
     const char* name;
 };
 
@@ -753,6 +802,8 @@ IntKernels int_kernels_for(Isa isa) {
                 kI8RowScaleMany,
                 kQ4Many,
                 kQ4X4Many,
+                kI8LanesMany,
+                kI8LanesRowScaleMany,
                 "avx512-vnni"};
     if (isa == Isa::Avx2 || isa == Isa::Avx512)
         return {one_row<rows_i8_avx2<1>, std::int8_t>,
@@ -766,23 +817,25 @@ IntKernels int_kernels_for(Isa isa) {
                 kI8RowScaleManyAvx2,
                 kQ4ManyAvx2,
                 nullptr,
+                nullptr,
+                nullptr,
                 "avx2"};
 #elif defined(__aarch64__)
     // (engine/cpu/arm64/int_kernels.h; a level this build could not compile is never the
     // active ISA: arm64::best_isa stops below it.)
     if (isa == Isa::I8mm)
         return {arm64::dot_i8_dotprod, arm64::dot_q4_dotprod, unpack_q4_scalar, true, arm64::tile_i8_i8mm,
-                arm64::tile_q4_i8mm, nullptr, nullptr, nullptr, nullptr, nullptr, "smmla+sdot"};
+                arm64::tile_q4_i8mm, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, "smmla+sdot"};
     if (isa == Isa::Dotprod)
         return {arm64::dot_i8_dotprod, arm64::dot_q4_dotprod, unpack_q4_scalar, true, nullptr, nullptr, nullptr,
-                nullptr, nullptr, nullptr, nullptr, "sdot"};
+                nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, "sdot"};
     if (isa == Isa::Neon)
         return {arm64::dot_i8_neon, arm64::dot_q4_neon, unpack_q4_scalar, true, nullptr, nullptr, nullptr, nullptr,
-                nullptr, nullptr, nullptr, "neon"};
+                nullptr, nullptr, nullptr, nullptr, nullptr, "neon"};
 #endif
     (void)isa;
     return {dot_i8_scalar, dot_q4_scalar, unpack_q4_scalar, false, nullptr, nullptr, nullptr, nullptr, nullptr,
-            nullptr, nullptr, "scalar"};
+            nullptr, nullptr, nullptr, nullptr, "scalar"};
 }
 
 // Weight rows a block of the multi-row kernels holds (in L2) while every group of activation
@@ -818,6 +871,14 @@ bool has_avx512_vnni() {
 
 const char* int_kernel_name(Isa isa) { return int_kernels_for(isa).name; }
 
+bool int8_lanes_pay(Isa isa) { return int_kernels_for(isa).many_i8_lanes != nullptr; }
+
+namespace {
+std::atomic<bool> g_int8_lanes{true};
+}
+bool int8_lanes_active() { return g_int8_lanes.load() && int8_lanes_pay(active_isa()); }
+void set_int8_lanes(bool on) { g_int8_lanes.store(on); }
+
 #if defined(__x86_64__)
 namespace {
 // Rows in the q4 order → the x4 order rows_q4_x4_vnni reads: each row's full 16 blocks as
@@ -848,6 +909,7 @@ void prepare_int_activations(Isa isa, bool q4_order, const float* x, std::int64_
     const IntKernels k = int_kernels_for(isa);
     out.q4.clear();
     out.q4x4.clear();
+    out.lanes.clear();
 #if defined(__x86_64__)
     // The vectorized quantizers: VNNI's for its kernels, AVX2's for the AVX2 ones (AVX-512
     // without VNNI runs those too). q4 order where the kernels read it.
@@ -866,6 +928,12 @@ void prepare_int_activations(Isa isa, bool q4_order, const float* x, std::int64_
         (vnni ? quantize_vnni : quantize_avx2)(x, rows, cols, a, q4 ? out.q4.data() : nullptr);
         // The x4 order for the rows that reach the multi-row kernels (below lanes_vnni's).
         if (q4 && rows < kLanesFromRows && k.many_q4_x4) to_x4_order(out.q4, rows, a.padded, out.q4x4);
+        // The lane order, for lane-packed int8 weights (every row count: past lanes_vnni's 16
+        // weight rows at a time, a matrix's last rows go through the multi-row kernels).
+        if (k.many_i8_lanes) {
+            out.lanes.resize(a.q.size());
+            model::to_int8_lanes(a.q.data(), out.lanes.data(), rows, cols, a.padded);
+        }
         return;
     }
 #endif
@@ -894,6 +962,10 @@ void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::in
                                  ") for activations of " + std::to_string(a.cols) + " columns");
     const IntKernels k = int_kernels_for(isa);
     const bool q4 = w.dtype == DType::Q4;
+    if (w.lane_packed && (q4 || !k.many_i8_lanes))
+        throw std::logic_error(std::string("int_product_rows: lane-packed ") + model::dtype_name(w.dtype) +
+                               " weights, which the " + k.name + " kernels do not read (the loader packs int8 "
+                               "only for AVX-512 VNNI: cpu::int8_lanes_pay)");
     const ManyFn* multi = q4 ? k.many_q4 : k.many_i8;
     if (multi && q4 && x.q4.empty()) throw std::runtime_error("int_product_rows: int4 weights need the q4 order");
     const bool unpack = !multi && q4 && a.rows >= kUnpackFromRows;
@@ -919,10 +991,14 @@ void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::in
         for (; begin + kLanes <= end; begin += kLanes) {
             const float* sw[kLanes];
             for (std::int64_t l = 0; l < kLanes; ++l) sw[l] = scales_of(begin + l, l);
-            k.lanes(q4, reinterpret_cast<const std::uint8_t*>(w.row(begin)), row_bytes, sw, a, xq, w.rows, y + begin);
+            k.lanes(q4, w.lane_packed, reinterpret_cast<const std::uint8_t*>(w.row(begin)), row_bytes, sw, a, xq, w.rows,
+                    y + begin);
         }
         if (begin == end) return;
     }
+    if (w.lane_packed && x.lanes.empty())
+        throw std::logic_error("int_product_rows: lane-packed int8 weights need the activations' lane order "
+                               "(prepare_int_activations with the same ISA gives it)");
     if (multi) {
         // A block of weight rows (kept in L2) meets every group of kRowsPerLoad activation
         // rows (in L1) in turn; with few activation rows the weights stream once.
@@ -941,14 +1017,17 @@ void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::in
                 const int r = static_cast<int>(std::min<std::int64_t>(kRowsPerLoad, a.rows - s));
                 const std::int8_t* xs[kRowsPerLoad];
                 Blocks blocks[kRowsPerLoad];
-                for (int i = 0; i < r; ++i) xs[i] = xq + (s + i) * a.padded;
+                // Lane-packed int8: activations in the lane order too.
+                const std::int8_t* xr = w.lane_packed ? x.lanes.data() : xq;
+                for (int i = 0; i < r; ++i) xs[i] = xr + (s + i) * a.padded;
                 // int4: the x4 order's kernels where there are some (the same bits).
                 const bool x4 = q4 && !x.q4x4.empty();
                 const std::int8_t* x4s[kRowsPerLoad];
                 for (int i = 0; x4 && i < r; ++i) x4s[i] = x.q4x4.data() + (s + i) * a.padded;
                 // The block's weight rows in one call (the kernels' many_* loops).
-                const ManyFn* many = q4 ? (x4 ? k.many_q4_x4 : k.many_q4)
-                                        : (row_scale ? k.many_i8_row_scale : k.many_i8);
+                const ManyFn* many = q4               ? (x4 ? k.many_q4_x4 : k.many_q4)
+                                     : w.lane_packed ? (row_scale ? k.many_i8_lanes_row_scale : k.many_i8_lanes)
+                                                     : (row_scale ? k.many_i8_row_scale : k.many_i8);
                 for (int i = 0; i < r; ++i)
                     blocks[i] = {a.sums.data() + (s + i) * a.blocks, nullptr, a.scales.data() + (s + i) * a.blocks,
                                  a.blocks};

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/model/int8_lanes.h"
 #include "platform/file_io.h"
 #include "platform/memory.h"
 
@@ -138,18 +139,30 @@ void ExpertStore::read(int layer, int expert, std::byte* buf) {
     bytes_.fetch_add(bytes, std::memory_order_relaxed);
     read_ns_.fetch_add(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()),
                        std::memory_order_relaxed);
-    if (verified_[index].load(std::memory_order_acquire)) return;
+    if (verified_[index].load(std::memory_order_acquire)) {
+        if (int8_lanes_) pack_lanes(buf);
+        return;
+    }
     const std::uint32_t got = crc32(buf, bytes);
     if (got != crcs_[index])
         throw std::runtime_error(path_.string() + ": CRC mismatch in the record of layer " + std::to_string(layer) +
                                  ", expert " + std::to_string(expert) + " (table " + hex32(crcs_[index]) + ", read " +
                                  hex32(got) + "): the container is damaged; convert the model again");
     verified_[index].store(true, std::memory_order_release);
+    if (int8_lanes_) pack_lanes(buf);
+}
+
+// After the CRC, which covers the record as stored.
+void ExpertStore::pack_lanes(std::byte* buf) const {
+    for (const MatrixSection* s : {&layout_.gate, &layout_.up, &layout_.down})
+        model::pack_int8_lanes(buf + s->data_at, s->rows, s->cols, s->padded);
 }
 
 model::Ffn ExpertStore::view(const std::byte* buf) const {
-    return {section_view(layout_, layout_.gate, buf), section_view(layout_, layout_.up, buf),
-            section_view(layout_, layout_.down, buf)};
+    model::Ffn f{section_view(layout_, layout_.gate, buf), section_view(layout_, layout_.up, buf),
+                 section_view(layout_, layout_.down, buf)};
+    f.gate.lane_packed = f.up.lane_packed = f.down.lane_packed = int8_lanes_;
+    return f;
 }
 
 ExpertStore::Counters ExpertStore::counters() const {

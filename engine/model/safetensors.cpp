@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/model/int8_lanes.h"
 #include "platform/memory.h"
 
 namespace inkling::model {
@@ -152,6 +153,29 @@ SafetensorsSet SafetensorsSet::open_dir(const std::filesystem::path& dir, Weight
     }
     for (const auto& f : files) set.add_file(f, set.copied_);
     return set;
+}
+
+std::size_t SafetensorsSet::pack_int8_lanes() {
+    std::size_t packed = 0;
+    for (const auto& file : files_) {
+        std::vector<TensorInfo*> mine;
+        for (auto& [name, t] : tensors_)
+            if (t.file == file->path() && t.dtype == DType::I8 && !t.lane_packed && !t.shape.empty() &&
+                t.shape.back() > 0 && tensors_.count(name + ".scales"))
+                mine.push_back(&t);
+        if (mine.empty()) continue;
+        const bool done = file->rewrite([&](std::byte* base) {
+            for (const TensorInfo* t : mine) {
+                // Rows of `padded` int8 (a multiple of 32): the groups depend on it alone.
+                const std::int64_t padded = t->shape.back();
+                model::pack_int8_lanes(base + (t->data - file->data()), t->numel() / padded, padded, padded);
+            }
+        });
+        if (!done) continue;
+        for (TensorInfo* t : mine) t->lane_packed = true;
+        packed += mine.size();
+    }
+    return packed;
 }
 
 const TensorInfo* SafetensorsSet::find(const std::string& name) const {

@@ -57,6 +57,10 @@ struct Matrix {
     const float* scales = nullptr;   // quantized only
     std::int64_t group = 0;          // columns per scale (quantized only)
     std::int64_t scale_stride = 0;   // floats per row of `scales`
+    // I8 only: each row's bytes in the lane order (engine/model/int8_lanes.h) rather than
+    // column order — what AVX-512 VNNI's kernels read without a reduction. Views and
+    // slices keep it; Matrix::at, row_to_f32 and copy_row_plain read either order.
+    bool lane_packed = false;
 
     const std::byte* row(std::int64_t r) const { return data + dtype_bytes(dtype, r * row_stride); }
     const float* row_scales(std::int64_t r) const { return scales + r * scale_stride; }

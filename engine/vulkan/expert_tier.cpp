@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "engine/experts/expert_store.h"
+#include "engine/model/int8_lanes.h"
 #include "engine/model/tensor.h"
 #include "engine/quant/quantize.h"
 
@@ -59,7 +60,8 @@ void pack_into(const model::Matrix& m, std::byte* dst) {
     }
     const std::size_t row = model::dtype_bytes(m.dtype, m.row_stride), data = row * static_cast<std::size_t>(m.rows);
     const std::size_t scales = static_cast<std::size_t>(m.scale_stride) * 4;
-    for (std::int64_t r = 0; r < m.rows; ++r) std::memcpy(dst + r * row, m.row(r), row);
+    // In column order, which the shaders read, whatever order the CPU's kernels keep.
+    for (std::int64_t r = 0; r < m.rows; ++r) model::copy_row_plain(m, r, dst + r * row, row);
     for (std::int64_t r = 0; r < m.rows; ++r) std::memcpy(dst + data + static_cast<std::size_t>(r) * scales, m.row_scales(r), scales);
     const std::size_t used = data + scales * static_cast<std::size_t>(m.rows);
     std::memset(dst + used, 0, total - used);

@@ -12,6 +12,7 @@
 #include "engine/model/weights.h"
 #include "engine/quant/quantize.h"
 #include "tests/engine/fixture_paths.h"
+#include "tests/support/safetensors_files.h"
 #include "tests/support/scratch_dir.h"
 
 namespace fs = std::filesystem;
@@ -20,47 +21,11 @@ using model::DType;
 
 namespace {
 
-struct Tensor {
-    std::string dtype;
-    std::vector<std::int64_t> shape;
-    std::string bytes;
-};
-using Tensors = std::map<std::string, Tensor>;
-
-Tensors read_safetensors(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    const std::string file{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    std::uint64_t n;
-    std::memcpy(&n, file.data(), 8);
-    const auto header = nlohmann::json::parse(file.substr(8, n));
-    Tensors out;
-    for (const auto& [name, e] : header.items()) {
-        if (name == "__metadata__") continue;
-        const auto begin = e["data_offsets"][0].get<std::size_t>(), end = e["data_offsets"][1].get<std::size_t>();
-        out[name] = {e["dtype"], e["shape"].get<std::vector<std::int64_t>>(), file.substr(8 + n + begin, end - begin)};
-    }
-    return out;
-}
-
-void write_safetensors(const fs::path& p, const Tensors& tensors) {
-    nlohmann::json header = nlohmann::json::object();
-    std::string data;
-    for (const auto& [name, t] : tensors) {
-        header[name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {data.size(), data.size() + t.bytes.size()}}};
-        data += t.bytes;
-    }
-    std::string text = header.dump();
-    while (text.size() % 8) text += ' ';
-    const std::uint64_t n = text.size();
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(&n), 8);
-    out << text << data;
-}
-
-template <class T>
-std::string raw(const std::vector<T>& v) {
-    return {reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)};
-}
+using test_support::raw;
+using test_support::Tensor;
+using test_support::read_safetensors;
+using test_support::Tensors;
+using test_support::write_safetensors;
 
 // Replaces the f32 tensor `name` ([lead…, rows, cols]) by its int8 (group 0) or int4
 // quantization; returns the quantized matrices, one per leading index.

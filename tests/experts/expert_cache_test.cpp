@@ -13,6 +13,7 @@
 #include "engine/experts/expert_cache.h"
 #include "engine/experts/expert_store.h"
 #include "engine/experts/usage_history.h"
+#include "engine/model/int8_lanes.h"
 #include "tests/experts/error_of.h"
 #include "tests/support/scratch_dir.h"
 
@@ -33,14 +34,15 @@ std::byte pattern(int s, int e, std::int64_t i) {
     return static_cast<std::byte>((s * 131 + e * 17 + i * 7 + i / 4096) & 0xff);
 }
 
-// A container of `experts` int8 experts (hidden 64, width 32) on `layers` whose records
-// hold pattern() bytes.
-experts::ContainerHeader write_container(const fs::path& path, std::vector<int> layers, int experts) {
+// A container of `experts` int8 experts (hidden 64, width 32 unless given) on `layers` whose
+// records hold pattern() bytes.
+experts::ContainerHeader write_container(const fs::path& path, std::vector<int> layers, int experts,
+                                         std::int64_t hidden = 64, std::int64_t inter = 32) {
     experts::ContainerHeader h;
     h.format = experts::Format::Int8;
     h.group = 0;
-    h.hidden = 64;
-    h.inter = 32;
+    h.hidden = hidden;
+    h.inter = inter;
     h.experts = experts;
     h.layers = std::move(layers);
     h.source = "synthetic";
@@ -117,6 +119,38 @@ TEST_CASE("the store reads each record whole, around the page cache, and views i
     CHECK(error_of([&] { store->read(2, 0, buf.get()); }).find("no record for layer 2") != std::string::npos);
     CHECK(experts::sequential_read_rate(t.dir / "experts.inkx", 1 << 20, 1) > 0);
     CHECK(experts::sequential_read_rate(t.dir / "experts.inkx", 1 << 20, 3) > 0);
+}
+
+TEST_CASE("int8 lanes: each read leaves the record's matrices in the lane order, the views say so, values kept") {
+    ScratchDir t("experts-lanes");
+    // Rows of 544 (one group of 16 blocks and one block after it) and 1,056 columns.
+    write_container(t.dir / "experts.inkx", {2}, 2, 544, 1056);
+    auto plain = ExpertStore::open(t.dir / "experts.inkx"), lanes = ExpertStore::open(t.dir / "experts.inkx");
+    lanes->set_int8_lanes(true);
+    CHECK(lanes->int8_lanes());
+    CHECK_FALSE(plain->int8_lanes());
+    auto a = experts::aligned_buffer(static_cast<std::size_t>(plain->record_bytes()));
+    auto b = experts::aligned_buffer(static_cast<std::size_t>(plain->record_bytes()));
+    for (int pass = 0; pass < 2; ++pass)  // the first read checks the CRC, the second does not
+        for (int e = 0; e < 2; ++e) {
+            plain->read(2, e, a.get());
+            lanes->read(2, e, b.get());
+            CHECK(std::memcmp(a.get(), b.get(), static_cast<std::size_t>(plain->record_bytes())) != 0);
+            const model::Ffn fa = plain->view(a.get()), fb = lanes->view(b.get());
+            for (const auto& [ma, mb] : {std::pair{fa.gate, fb.gate}, {fa.up, fb.up}, {fa.down, fb.down}}) {
+                CHECK_FALSE(ma.lane_packed);
+                CHECK(mb.lane_packed);
+                // The same values (their bits: pattern() scales may be NaN), each at its lane place.
+                bool same = true;
+                for (std::int64_t r = 0; r < ma.rows; r += 7)
+                    for (std::int64_t c = 0; c < ma.cols; ++c) {
+                        const float va = ma.at(r, c), vb = mb.at(r, c);
+                        same = same && std::memcmp(&va, &vb, 4) == 0 &&
+                               ma.row(r)[c] == mb.row(r)[model::lane_offset(c, ma.cols)];
+                    }
+                CHECK(same);
+            }
+        }
 }
 
 TEST_CASE("a broken container is a clear error: bad magic, truncation, a flipped record byte, another model") {
