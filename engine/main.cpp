@@ -95,11 +95,11 @@ void apply_common(const cxxopts::ParseResult& args, const std::string& cmd) {
     if (args.count("isa")) inkling::cpu::set_isa(inkling::cpu::parse_isa(args["isa"].as<std::string>()));
     if (args.count("numerics"))
         inkling::cpu::set_numerics(inkling::cpu::parse_numerics(args["numerics"].as<std::string>()));
-    if (args.count("int8-lanes")) {
-        const std::string mode = args["int8-lanes"].as<std::string>();
+    if (args.count("lane-order")) {
+        const std::string mode = args["lane-order"].as<std::string>();
         if (mode != "auto" && mode != "off")
-            throw std::runtime_error("--int8-lanes: expected auto or off, not \"" + mode + "\"");
-        inkling::cpu::set_int8_lanes(mode == "auto");
+            throw std::runtime_error("--lane-order: expected auto or off, not \"" + mode + "\"");
+        inkling::cpu::set_lane_order(mode == "auto");
     }
     if (args.count("fault-vk-submit")) {
         inkling::vulkan::Frame::set_fault_at(args["fault-vk-submit"].as<std::uint64_t>());
@@ -152,7 +152,7 @@ void attach_device(inkling::forward::Forward& fw, const inkling::model::Model& m
 inkling::model::Model load_model_as_flags_say(const cxxopts::ParseResult& args) {
     return inkling::model::load_model(args["model"].as<std::string>(),
                                       inkling::model::parse_weights_memory(args["load-weights"].as<std::string>()),
-                                      inkling::cpu::int8_lanes_active());
+                                      inkling::cpu::lane_order_active());
 }
 
 int cmd_info(const cxxopts::ParseResult& args) {
@@ -503,7 +503,7 @@ int cmd_bench(const cxxopts::ParseResult& args) {
     j["numerics"] = inkling::cpu::numerics_name(inkling::cpu::active_numerics());
     j["weights_bytes"] = model.weights.matrix_bytes;
     j["weights_memory"] = model.tensors.copied() ? "copy" : "map";  // --load-weights, auto resolved
-    j["int8_lanes"] = inkling::cpu::int8_lanes_active();             // --int8-lanes, for this ISA
+    j["lane_order"] = inkling::cpu::lane_order_active();             // --lane-order, for this ISA
     j["memory_bandwidth_gb_s"] = bandwidth;
     j["memory_bandwidth_before_gb_s"] = bandwidth_before;
     j["memory_bandwidth_after_gb_s"] = bandwidth_after;

@@ -69,7 +69,7 @@ constexpr cli::Option kOptions[] = {
             "transformers' bf16 mode; on AMD Zen 4 it runs AVX-512 BF16 dot products, 1.3-1.9x faster prefill; "
             "docs/performance.md)",
      .commands = "run, serve, eval, info, bench"},
-    {.name = "int8-lanes", .value_name = "MODE", .default_value = "auto",
+    {.name = "lane-order", .value_name = "MODE", .default_value = "auto",
      .doc = "int8 weights in the lane order (each 32-bit lane of a 64-byte vector one block, moved once as "
             "they load) where the kernels read it, AVX-512 VNNI: auto, or off (column order, as stored). "
             "Copied safetensors and expert records are packed; mapped safetensors stay as they are",

@@ -169,9 +169,9 @@ run_suite vulkan-serve python3 "$root/tests/vulkan/serve_device_test.py" "$build
 run_suite engine-load-events python3 "$root/tests/serve/load_events.py" "$build"
 # Turn-boundary snapshots (#15 item 7): regenerate/edit/branch reuse the shared prefix exactly.
 run_suite engine-turn-reuse python3 "$root/tests/serve/turn_reuse_e2e.py" "$build"
-# int8 weights in the lane order (--int8-lanes): the same NLL and tokens packed or not, mapped or
+# Integer weights in the lane order (--lane-order): the same NLL and tokens packed or not, mapped or
 # copied, and with the experts uploaded to the Vulkan device.
-run_suite int8-lanes /usr/bin/python3 "$root/tests/engine/int8_lanes_e2e.py" "$build"
+run_suite lane-order /usr/bin/python3 "$root/tests/engine/lane_order_e2e.py" "$build"
 # --vulkan auto/prompts, --vk-device/-budget-mb/-layers, the declines, a converted model's
 # int8/int4 experts on the device and through the cache.
 run_suite vulkan-flags /usr/bin/python3 "$root/tests/vulkan/vulkan_flags_e2e.py" "$build"

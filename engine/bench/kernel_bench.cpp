@@ -18,7 +18,7 @@
 #include "engine/cpu/int_kernels.h"
 #include "engine/cpu/kernels.h"
 #include "engine/quant/quantize.h"
-#include "engine/model/int8_lanes.h"
+#include "engine/model/lane_order.h"
 #include "platform/memory.h"
 
 namespace inkling::bench {
@@ -72,10 +72,11 @@ BenchMatrix make_matrix(DType dtype, KernelShape shape, cpu::ThreadPool& pool, s
             if (dtype == DType::BF16 && i % 2 == 1) p[i] = (p[i] & std::byte{0x83}) | std::byte{0x3c};
         }
     });
-    // int8 in the layout the engine's loader gives the active ISA's kernels.
-    if (dtype == DType::I8 && cpu::int8_lanes_active()) {
+    // int8/int4 in the layout the engine's loader gives the active ISA's kernels.
+    if (model::is_quantized(dtype) && cpu::lane_order_active()) {
+        const auto row_bytes = static_cast<std::int64_t>(model::dtype_bytes(dtype, m.row_stride));
         pool.parallel_for(m.rows, [&](std::int64_t lo, std::int64_t hi) {
-            model::pack_int8_lanes(p + lo * m.row_stride, hi - lo, m.cols, m.row_stride);
+            model::pack_lanes(dtype, p + lo * row_bytes, hi - lo, m.cols, row_bytes);
         });
         m.lane_packed = true;
     }
@@ -214,8 +215,8 @@ nlohmann::json bench_kernels(cpu::ThreadPool& pool, std::size_t weight_bytes, Ke
     out["cpu"] = cpu_model();
     out["threads"] = pool.size();
     out["isa"] = cpu::isa_name(cpu::active_isa());
-    // int8 weights in the order the loader gives this ISA's kernels (model/int8_lanes.h).
-    out["int8_layout"] = cpu::int8_lanes_active() ? "lanes" : "columns";
+    // int8/int4 weights in the order the loader gives this ISA's kernels (model/lane_order.h).
+    out["integer_layout"] = cpu::lane_order_active() ? "lanes" : "columns";
     out["memory_bandwidth_gb_s"] = bandwidth;
     out["rows"] = shape.rows;
     out["cols"] = shape.cols;

@@ -4,7 +4,7 @@
 #include "engine/cpu/int_blocks.h"
 #if defined(__x86_64__)
 #include "engine/cpu/simd.h"
-#include "engine/model/int8_lanes.h"
+#include "engine/model/lane_order.h"
 #elif defined(__aarch64__)
 #include "engine/cpu/arm64/int_kernels.h"
 #endif
@@ -409,6 +409,13 @@ INKLING_VNNI inline void fold_tail_vnni(const K& kern, const std::int8_t* const*
     }
 }
 
+// Each row's 16 accumulators summed in the pattern's order (int_kernels.h) into out[r].
+template <int R>
+INKLING_VNNI inline void finish_rows(const __m512 (&acc)[R], float* out) {
+    for (int r = 0; r < R; ++r)
+        out[r] = finish8_avx2(_mm256_add_ps(_mm512_castps512_ps256(acc[r]), _mm512_extractf32x8_ps(acc[r], 1)));
+}
+
 // One weight row against R activation rows: each pair of weight blocks is loaded (and, for
 // int4, expanded) once and meets every row; each row's sum is formed exactly as for R = 1.
 template <class K, int R>
@@ -430,11 +437,10 @@ INKLING_VNNI inline void dot_vnni_rows(const K& kern, const std::int8_t* const* 
         for (int r = 0; r < R; ++r) acc[r] = fold16<K>(p[r], k[r], b, acc[r]);
     }
     if (b < n) fold_tail_vnni<K, R>(kern, x, k, b, acc);
-    for (int r = 0; r < R; ++r)
-        out[r] = finish8_avx2(_mm256_add_ps(_mm512_castps512_ps256(acc[r]), _mm512_extractf32x8_ps(acc[r], 1)));
+    finish_rows<R>(acc, out);
 }
 
-// int8 weights in the lane order (engine/model/int8_lanes.h) against activations in the same
+// int8 weights in the lane order (engine/model/lane_order.h) against activations in the same
 // order (IntActivations::lanes): in a full group of 16 blocks, lane j of every vector is block
 // j, so eight dpbusd (in two chains, for their latency) leave the 16 block sums in block order —
 // fold_sums16's input with no reduction: per 512 bytes ~30 operations where the column order
@@ -464,8 +470,7 @@ INKLING_VNNI_ENTRY void rows_i8_lanes_vnni(const std::uint8_t* w, const std::int
         for (int r = 0; r < R; ++r) acc[r] = fold_sums16<K>(_mm512_add_epi32(s[r][0], s[r][1]), k[r], b, acc[r]);
     }
     if (b < n) fold_tail_vnni<K, R>(kern, x, k, b, acc);
-    for (int r = 0; r < R; ++r)
-        out[r] = finish8_avx2(_mm256_add_ps(_mm512_castps512_ps256(acc[r]), _mm512_extractf32x8_ps(acc[r], 1)));
+    finish_rows<R>(acc, out);
 }
 
 template <int R, bool RowScale = false>
@@ -493,6 +498,14 @@ INKLING_VNNI_ENTRY void rows_q4_vnni(const std::uint8_t* w, const std::int8_t* c
 INKLING_VNNI inline __m512i unsigned_nibbles(__m512i z) {
     return _mm512_ternarylogic_epi32(z, _mm512_set1_epi8(0x0f), _mm512_set1_epi8(0x08), 0x6a);  // (z & 15) ^ 8
 }
+// The 64 bytes of int4 at wg as two dpbusd operands, their low nibbles and their high ones
+// (each q + 8, unsigned), the line kPrefetchVnni ahead asked for.
+INKLING_VNNI inline void nibbles_at(const std::uint8_t* wg, __m512i& lo, __m512i& hi) {
+    _mm_prefetch(reinterpret_cast<const char*>(wg) + kPrefetchVnni, _MM_HINT_T1);
+    const __m512i z = _mm512_loadu_si512(wg);
+    lo = unsigned_nibbles(z);
+    hi = unsigned_nibbles(_mm512_srli_epi16(z, 4));
+}
 template <int R>
 INKLING_VNNI_ENTRY void rows_q4_x4_vnni(const std::uint8_t* w, const std::int8_t* const* x4, const Blocks* k,
                                         float* out) {
@@ -504,10 +517,8 @@ INKLING_VNNI_ENTRY void rows_q4_x4_vnni(const std::uint8_t* w, const std::int8_t
         __m512i q[R][4];
 #pragma GCC unroll 4
         for (int g = 0; g < 4; ++g) {
-            const std::uint8_t* wg = w + (b + 4 * g) * kB / 2;
-            _mm_prefetch(reinterpret_cast<const char*>(wg) + kPrefetchVnni, _MM_HINT_T1);
-            const __m512i z = _mm512_loadu_si512(wg);
-            const __m512i lo = unsigned_nibbles(z), hi = unsigned_nibbles(_mm512_srli_epi16(z, 4));
+            __m512i lo, hi;
+            nibbles_at(w + (b + 4 * g) * kB / 2, lo, hi);
 #pragma GCC unroll 4
             for (int r = 0; r < R; ++r) {
                 const std::int8_t* xg = x4[r] + (b + 4 * g) * kB;
@@ -526,8 +537,42 @@ INKLING_VNNI_ENTRY void rows_q4_x4_vnni(const std::uint8_t* w, const std::int8_t
         }
     }
     if (b < n) fold_tail_vnni<Q4Vnni, R>(Q4Vnni{w}, x4, k, b, acc);
-    for (int r = 0; r < R; ++r)
-        out[r] = finish8_avx2(_mm256_add_ps(_mm512_castps512_ps256(acc[r]), _mm512_extractf32x8_ps(acc[r], 1)));
+    finish_rows<R>(acc, out);
+}
+
+// int4 weights in the lane order (engine/model/lane_order.h: a full group of 16 blocks is four
+// vectors, lane j of vector k block j's packed word k, elements 8k..8k+7) against the q4 order's
+// values in the lane order (IntActivations::q4_lanes: vector k lane j block j's elements 8k,
+// 8k+2, 8k+4, 8k+6 — the low nibbles' — and vector 4 + k the high nibbles' 8k+1, …, 8k+7).
+// Each load expands to two dpbusd operands with no shuffle, and the 16 block sums come out in
+// block order: ~35 operations a 16 blocks against the x4 order's ~45. The last blocks (fewer
+// than 16) are in column order and the q4 order, for fold_tail_vnni.
+template <int R>
+INKLING_VNNI_ENTRY void rows_q4_lanes_vnni(const std::uint8_t* w, const std::int8_t* const* x, const Blocks* k,
+                                           float* out) {
+    const std::int64_t n = k[0].n;
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    std::int64_t b = 0;
+    for (; b + 16 <= n; b += 16) {
+        __m512i s[R][2];
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; ++v) {
+            __m512i lo, hi;
+            nibbles_at(w + b * kB / 2 + v * 64, lo, hi);
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) {
+                const std::int8_t* xg = x[r] + b * kB + v * 64;
+                s[r][0] = _mm512_dpbusd_epi32(v == 0 ? _mm512_setzero_si512() : s[r][0], lo, _mm512_loadu_si512(xg));
+                s[r][1] = _mm512_dpbusd_epi32(v == 0 ? _mm512_setzero_si512() : s[r][1], hi, _mm512_loadu_si512(xg + 256));
+            }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r)
+            acc[r] = fold_sums16<Q4Vnni>(_mm512_add_epi32(s[r][0], s[r][1]), k[r], b, acc[r]);
+    }
+    if (b < n) fold_tail_vnni<Q4Vnni, R>(Q4Vnni{w}, x, k, b, acc);
+    finish_rows<R>(acc, out);
 }
 
 // (See many_avx2.)
@@ -545,6 +590,8 @@ constexpr ManyFn kI8LanesMany[] = {many_vnni<rows_i8_lanes_vnni<1>, 1>, many_vnn
 constexpr ManyFn kI8LanesRowScaleMany[] = {
     many_vnni<rows_i8_lanes_vnni<1, true>, 1>, many_vnni<rows_i8_lanes_vnni<2, true>, 2>,
     many_vnni<rows_i8_lanes_vnni<3, true>, 3>, many_vnni<rows_i8_lanes_vnni<4, true>, 4>};
+constexpr ManyFn kQ4LanesMany[] = {many_vnni<rows_q4_lanes_vnni<1>, 1>, many_vnni<rows_q4_lanes_vnni<2>, 2>,
+                                   each_row<rows_q4_lanes_vnni<3>, 3>, each_row<rows_q4_lanes_vnni<4>, 4>};
 constexpr ManyFn kQ4Many[] = {many_vnni<rows_q4_vnni<1>, 1>, many_vnni<rows_q4_vnni<2>, 2>,
                               many_vnni<rows_q4_vnni<3>, 3>, many_vnni<rows_q4_vnni<4>, 4>};
 constexpr ManyFn kQ4X4Many[] = {many_vnni<rows_q4_x4_vnni<1>, 1>, many_vnni<rows_q4_x4_vnni<2>, 2>,
@@ -572,20 +619,19 @@ INKLING_VNNI void lanes_vnni(bool q4, bool lane_packed, const std::uint8_t* w, s
                                           _mm512_set1_epi32(static_cast<int>(row_bytes)));
     for (std::int64_t b = 0; b < nb; ++b) {
         std::int32_t* t = tile.data() + b * 8 * kLanes;
-        const std::uint8_t* src = w + b * block_bytes;
+        // Word g of block b: 4·g bytes into the block in column order; in the lane order (a
+        // full group's blocks) 64·g bytes into the group, at the block's lane.
+        const bool grouped = lane_packed && b < nb / 16 * 16;
+        const std::uint8_t* word0 = grouped ? w + (b / 16) * 16 * block_bytes + (b % 16) * 4 : w + b * block_bytes;
+        const std::int64_t step = grouped ? 64 : 4;
         if (q4) {
             const __m512i nib = _mm512_set1_epi8(0x0f), flip = _mm512_set1_epi8(static_cast<char>(0x88));
             for (int g = 0; g < 4; ++g) {
-                const __m512i v = _mm512_xor_si512(_mm512_i32gather_epi32(at, src + 4 * g, 1), flip);
+                const __m512i v = _mm512_xor_si512(_mm512_i32gather_epi32(at, word0 + step * g, 1), flip);
                 _mm512_storeu_si512(t + g * kLanes, _mm512_and_si512(v, nib));
                 _mm512_storeu_si512(t + (4 + g) * kLanes, _mm512_and_si512(_mm512_srli_epi32(v, 4), nib));
             }
         } else {
-            // Word g of block b: 4·g bytes into the block in column order; in the lane order
-            // (a full group's blocks) 64·g bytes into the group, at the block's lane.
-            const bool grouped = lane_packed && b < nb / 16 * 16;
-            const std::uint8_t* word0 = grouped ? w + (b / 16) * 16 * kB + (b % 16) * 4 : src;
-            const std::int64_t step = grouped ? 64 : 4;
             for (int g = 0; g < 8; ++g)
                 _mm512_storeu_si512(t + g * kLanes, _mm512_xor_si512(_mm512_i32gather_epi32(at, word0 + step * g, 1),
                                                                      _mm512_set1_epi8(-128)));
@@ -781,9 +827,10 @@ struct IntKernels {
     // Blocks::sw[0]: the same sums as a per-block array of equal scales); int4 with x in the
     // q4 order; int4 with x in the x4 order (rows_q4_x4_vnni). Null where the set has none.
     const ManyFn *many_i8, *many_i8_row_scale, *many_q4, *many_q4_x4;
-    // Optional: the same for lane-packed int8 (x in the lane order), per-block and one-scale
-    // rows; null where the set cannot read the lane order (int8_lanes_pay).
-    const ManyFn *many_i8_lanes, *many_i8_lanes_row_scale;
+    // Optional: the same for lane-packed weights (x in the lane order): int8 per-block and
+    // one-scale rows, int4 (x the q4 order's values in the lane order); null where the set
+    // cannot read the lane order (lane_order_pays).
+    const ManyFn *many_i8_lanes, *many_i8_lanes_row_scale, *many_q4_lanes;
     const char* name;
 };
 
@@ -804,6 +851,7 @@ IntKernels int_kernels_for(Isa isa) {
                 kQ4X4Many,
                 kI8LanesMany,
                 kI8LanesRowScaleMany,
+                kQ4LanesMany,
                 "avx512-vnni"};
     if (isa == Isa::Avx2 || isa == Isa::Avx512)
         return {one_row<rows_i8_avx2<1>, std::int8_t>,
@@ -819,23 +867,24 @@ IntKernels int_kernels_for(Isa isa) {
                 nullptr,
                 nullptr,
                 nullptr,
+                nullptr,
                 "avx2"};
 #elif defined(__aarch64__)
     // (engine/cpu/arm64/int_kernels.h; a level this build could not compile is never the
     // active ISA: arm64::best_isa stops below it.)
     if (isa == Isa::I8mm)
         return {arm64::dot_i8_dotprod, arm64::dot_q4_dotprod, unpack_q4_scalar, true, arm64::tile_i8_i8mm,
-                arm64::tile_q4_i8mm, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, "smmla+sdot"};
+                arm64::tile_q4_i8mm, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, "smmla+sdot"};
     if (isa == Isa::Dotprod)
         return {arm64::dot_i8_dotprod, arm64::dot_q4_dotprod, unpack_q4_scalar, true, nullptr, nullptr, nullptr,
-                nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, "sdot"};
+                nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, "sdot"};
     if (isa == Isa::Neon)
         return {arm64::dot_i8_neon, arm64::dot_q4_neon, unpack_q4_scalar, true, nullptr, nullptr, nullptr, nullptr,
-                nullptr, nullptr, nullptr, nullptr, nullptr, "neon"};
+                nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, "neon"};
 #endif
     (void)isa;
     return {dot_i8_scalar, dot_q4_scalar, unpack_q4_scalar, false, nullptr, nullptr, nullptr, nullptr, nullptr,
-            nullptr, nullptr, nullptr, nullptr, "scalar"};
+            nullptr, nullptr, nullptr, nullptr, nullptr, "scalar"};
 }
 
 // Weight rows a block of the multi-row kernels holds (in L2) while every group of activation
@@ -871,13 +920,13 @@ bool has_avx512_vnni() {
 
 const char* int_kernel_name(Isa isa) { return int_kernels_for(isa).name; }
 
-bool int8_lanes_pay(Isa isa) { return int_kernels_for(isa).many_i8_lanes != nullptr; }
+bool lane_order_pays(Isa isa) { return int_kernels_for(isa).many_i8_lanes != nullptr; }
 
 namespace {
-std::atomic<bool> g_int8_lanes{true};
+std::atomic<bool> g_lane_order{true};
 }
-bool int8_lanes_active() { return g_int8_lanes.load() && int8_lanes_pay(active_isa()); }
-void set_int8_lanes(bool on) { g_int8_lanes.store(on); }
+bool lane_order_active() { return g_lane_order.load() && lane_order_pays(active_isa()); }
+void set_lane_order(bool on) { g_lane_order.store(on); }
 
 #if defined(__x86_64__)
 namespace {
@@ -910,6 +959,7 @@ void prepare_int_activations(Isa isa, bool q4_order, const float* x, std::int64_
     out.q4.clear();
     out.q4x4.clear();
     out.lanes.clear();
+    out.q4_lanes.clear();
 #if defined(__x86_64__)
     // The vectorized quantizers: VNNI's for its kernels, AVX2's for the AVX2 ones (AVX-512
     // without VNNI runs those too). q4 order where the kernels read it.
@@ -933,6 +983,10 @@ void prepare_int_activations(Isa isa, bool q4_order, const float* x, std::int64_
         if (k.many_i8_lanes) {
             out.lanes.resize(a.q.size());
             model::to_int8_lanes(a.q.data(), out.lanes.data(), rows, cols, a.padded);
+        }
+        if (q4 && k.many_q4_lanes) {
+            out.q4_lanes.resize(a.q.size());
+            model::to_int8_lanes(out.q4.data(), out.q4_lanes.data(), rows, cols, a.padded);
         }
         return;
     }
@@ -962,10 +1016,10 @@ void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::in
                                  ") for activations of " + std::to_string(a.cols) + " columns");
     const IntKernels k = int_kernels_for(isa);
     const bool q4 = w.dtype == DType::Q4;
-    if (w.lane_packed && (q4 || !k.many_i8_lanes))
+    if (w.lane_packed && !k.many_i8_lanes)
         throw std::logic_error(std::string("int_product_rows: lane-packed ") + model::dtype_name(w.dtype) +
-                               " weights, which the " + k.name + " kernels do not read (the loader packs int8 "
-                               "only for AVX-512 VNNI: cpu::int8_lanes_pay)");
+                               " weights, which the " + k.name + " kernels do not read (the loader packs "
+                               "integer weights so only for AVX-512 VNNI: cpu::lane_order_pays)");
     const ManyFn* multi = q4 ? k.many_q4 : k.many_i8;
     if (multi && q4 && x.q4.empty()) throw std::runtime_error("int_product_rows: int4 weights need the q4 order");
     const bool unpack = !multi && q4 && a.rows >= kUnpackFromRows;
@@ -996,9 +1050,10 @@ void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::in
         }
         if (begin == end) return;
     }
-    if (w.lane_packed && x.lanes.empty())
-        throw std::logic_error("int_product_rows: lane-packed int8 weights need the activations' lane order "
-                               "(prepare_int_activations with the same ISA gives it)");
+    if (w.lane_packed && (q4 ? x.q4_lanes : x.lanes).empty())
+        throw std::logic_error(std::string("int_product_rows: lane-packed ") + model::dtype_name(w.dtype) +
+                               " weights need the activations' lane order (prepare_int_activations with the same "
+                               "ISA gives it" + (q4 ? ", in the q4 order)" : ")"));
     if (multi) {
         // A block of weight rows (kept in L2) meets every group of kRowsPerLoad activation
         // rows (in L1) in turn; with few activation rows the weights stream once.
@@ -1009,6 +1064,18 @@ void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::in
             sw_buf.resize(static_cast<std::size_t>(block * a.blocks));
         std::vector<const float*>& sws = thread_scratch<const float*, struct sws_scratch>();
         sws.resize(static_cast<std::size_t>(block));
+        // The kernels, and the order of the activations they read: lane-packed weights meet
+        // activations in the lane order (int4: the q4 order's values); int4 in column order
+        // the x4 order's kernels where there are some (the same bits).
+        const std::int8_t* xr = xq;
+        const ManyFn* many = q4 ? k.many_q4 : row_scale ? k.many_i8_row_scale : k.many_i8;
+        if (w.lane_packed) {
+            xr = q4 ? x.q4_lanes.data() : x.lanes.data();
+            many = q4 ? k.many_q4_lanes : row_scale ? k.many_i8_lanes_row_scale : k.many_i8_lanes;
+        } else if (q4 && !x.q4x4.empty()) {
+            xr = x.q4x4.data();
+            many = k.many_q4_x4;
+        }
         for (std::int64_t ob = begin; ob < end; ob += block) {
             const std::int64_t oe = std::min(end, ob + block);
             for (std::int64_t o = ob; o < oe; ++o)
@@ -1017,22 +1084,13 @@ void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::in
                 const int r = static_cast<int>(std::min<std::int64_t>(kRowsPerLoad, a.rows - s));
                 const std::int8_t* xs[kRowsPerLoad];
                 Blocks blocks[kRowsPerLoad];
-                // Lane-packed int8: activations in the lane order too.
-                const std::int8_t* xr = w.lane_packed ? x.lanes.data() : xq;
                 for (int i = 0; i < r; ++i) xs[i] = xr + (s + i) * a.padded;
-                // int4: the x4 order's kernels where there are some (the same bits).
-                const bool x4 = q4 && !x.q4x4.empty();
-                const std::int8_t* x4s[kRowsPerLoad];
-                for (int i = 0; x4 && i < r; ++i) x4s[i] = x.q4x4.data() + (s + i) * a.padded;
-                // The block's weight rows in one call (the kernels' many_* loops).
-                const ManyFn* many = q4               ? (x4 ? k.many_q4_x4 : k.many_q4)
-                                     : w.lane_packed ? (row_scale ? k.many_i8_lanes_row_scale : k.many_i8_lanes)
-                                                     : (row_scale ? k.many_i8_row_scale : k.many_i8);
                 for (int i = 0; i < r; ++i)
                     blocks[i] = {a.sums.data() + (s + i) * a.blocks, nullptr, a.scales.data() + (s + i) * a.blocks,
                                  a.blocks};
-                many[r - 1](reinterpret_cast<const std::uint8_t*>(w.row(ob)), row_bytes, oe - ob, x4 ? x4s : xs, blocks,
-                            sws.data(), y + s * w.rows + ob, w.rows);
+                // The block's weight rows in one call (the kernels' many_* loops).
+                many[r - 1](reinterpret_cast<const std::uint8_t*>(w.row(ob)), row_bytes, oe - ob, xs, blocks, sws.data(),
+                            y + s * w.rows + ob, w.rows);
             }
         }
         return;

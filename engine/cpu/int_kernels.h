@@ -7,7 +7,7 @@
 //
 // and the float part follows ONE fixed pattern on every ISA, so scalar, AVX2 and AVX-512
 // give bitwise equal results, whatever the number of activation rows or threads (and whether
-// int8 weights are in column order or the lane order of engine/model/int8_lanes.h):
+// integer weights are in column order or the lane order of engine/model/lane_order.h):
 //
 //   acc[0..15] = +0
 //   for each block b in order:  acc[b % 16] = fma(s_w[b] * s_x[b], float(isum_b), acc[b % 16])
@@ -47,9 +47,10 @@ struct IntActivations {
     // ones) for AVX-512 VNNI's int4 kernels of 1-4 rows (jobs of fewer than 12 rows); empty
     // where those do not run.
     platform::AlignedVector<std::int8_t> q4x4;
-    // The int8 values of each row in the lane order (engine/model/int8_lanes.h), for AVX-512
-    // VNNI's kernels of lane-packed int8 weights; empty where those do not run.
-    platform::AlignedVector<std::int8_t> lanes;
+    // The int8 values of each row in the lane order (engine/model/lane_order.h), for AVX-512
+    // VNNI's kernels of lane-packed int8 weights; `q4_lanes` the q4 order's values likewise,
+    // for lane-packed int4 weights. Empty where those kernels do not run.
+    platform::AlignedVector<std::int8_t> lanes, q4_lanes;
 };
 void prepare_int_activations(Isa isa, bool q4_order, const float* x, std::int64_t rows, std::int64_t cols,
                              IntActivations& out);
@@ -63,14 +64,14 @@ void int_product_rows(Isa isa, const model::Matrix& w, const IntActivations& x, 
 // "neon", "sdot", "smmla+sdot").
 const char* int_kernel_name(Isa isa);
 
-// Whether `isa`'s kernels read int8 weights in the lane order (model::Matrix::lane_packed;
+// Whether `isa`'s kernels read int8 and int4 weights in the lane order (Matrix::lane_packed;
 // AVX-512 VNNI's do, and only they): the loader packs them so where this holds. A lane-packed
 // matrix given to another ISA's kernels is an error, not a misread.
-bool int8_lanes_pay(Isa isa);
-// Whether models load with int8 in the lane order: `--int8-lanes` (on by default) and the
+bool lane_order_pays(Isa isa);
+// Whether models load with integer weights in the lane order: `--lane-order` (on by default) and the
 // active ISA's kernels reading it.
-bool int8_lanes_active();
-void set_int8_lanes(bool on);
+bool lane_order_active();
+void set_lane_order(bool on);
 
 // Whether this CPU has the AVX-512 VNNI dot product the Avx512 integer kernels use (the
 // Avx512 ISA falls back to the AVX2 integer kernels without it).

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/model/int8_lanes.h"
+#include "engine/model/lane_order.h"
 #include "platform/file_io.h"
 #include "platform/memory.h"
 
@@ -140,7 +140,7 @@ void ExpertStore::read(int layer, int expert, std::byte* buf) {
     read_ns_.fetch_add(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()),
                        std::memory_order_relaxed);
     if (verified_[index].load(std::memory_order_acquire)) {
-        if (int8_lanes_) pack_lanes(buf);
+        if (lane_order_) pack_lanes(buf);
         return;
     }
     const std::uint32_t got = crc32(buf, bytes);
@@ -149,19 +149,20 @@ void ExpertStore::read(int layer, int expert, std::byte* buf) {
                                  ", expert " + std::to_string(expert) + " (table " + hex32(crcs_[index]) + ", read " +
                                  hex32(got) + "): the container is damaged; convert the model again");
     verified_[index].store(true, std::memory_order_release);
-    if (int8_lanes_) pack_lanes(buf);
+    if (lane_order_) pack_lanes(buf);
 }
 
 // After the CRC, which covers the record as stored.
 void ExpertStore::pack_lanes(std::byte* buf) const {
+    const model::DType t = layout_.format == Format::Int8 ? model::DType::I8 : model::DType::Q4;
     for (const MatrixSection* s : {&layout_.gate, &layout_.up, &layout_.down})
-        model::pack_int8_lanes(buf + s->data_at, s->rows, s->cols, s->padded);
+        model::pack_lanes(t, buf + s->data_at, s->rows, s->cols, static_cast<std::int64_t>(model::dtype_bytes(t, s->padded)));
 }
 
 model::Ffn ExpertStore::view(const std::byte* buf) const {
     model::Ffn f{section_view(layout_, layout_.gate, buf), section_view(layout_, layout_.up, buf),
                  section_view(layout_, layout_.down, buf)};
-    f.gate.lane_packed = f.up.lane_packed = f.down.lane_packed = int8_lanes_;
+    f.gate.lane_packed = f.up.lane_packed = f.down.lane_packed = lane_order_;
     return f;
 }
 

@@ -60,10 +60,11 @@ public:
     // several threads at once. The first read of each record checks its CRC; a mismatch
     // (or a short read) throws std::runtime_error naming the file, the layer and the expert.
     void read(int layer, int expert, std::byte* buf);
-    // int8 records: each read leaves the matrices in the lane order (model/int8_lanes.h) and
-    // view() marks them so. Set before the first read (the loader does).
-    void set_int8_lanes(bool on) { int8_lanes_ = on && header_.format == Format::Int8; }
-    bool int8_lanes() const { return int8_lanes_; }
+    // Each read leaves the record's int8 or int4 matrices in the lane order
+    // (model/lane_order.h), and view() marks them so. Set before the first read (the loader
+    // does).
+    void set_lane_order(bool on) { lane_order_ = on; }
+    bool lane_order() const { return lane_order_; }
     // The expert's three matrices inside a buffer `read` filled.
     model::Ffn view(const std::byte* buf) const;
 
@@ -77,7 +78,7 @@ public:
 private:
     ExpertStore() = default;
     void read_at(std::int64_t offset, std::byte* buf, std::size_t bytes);
-    void pack_lanes(std::byte* buf) const;  // set_int8_lanes
+    void pack_lanes(std::byte* buf) const;  // set_lane_order
 
     std::filesystem::path path_;
     ContainerHeader header_;
@@ -91,7 +92,7 @@ private:
     int in_flight_ = 0;
     std::chrono::steady_clock::time_point busy_since_;
     double busy_s_ = 0;
-    bool int8_lanes_ = false;
+    bool lane_order_ = false;
 };
 
 // Sequential read rate of `path` in bytes/s: up to `limit` bytes in 8 MiB O_DIRECT reads

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/model/int8_lanes.h"
+#include "engine/model/lane_order.h"
 #include "platform/memory.h"
 
 namespace inkling::model {
@@ -155,20 +155,22 @@ SafetensorsSet SafetensorsSet::open_dir(const std::filesystem::path& dir, Weight
     return set;
 }
 
-std::size_t SafetensorsSet::pack_int8_lanes() {
+std::size_t SafetensorsSet::pack_lane_order() {
     std::size_t packed = 0;
     for (const auto& file : files_) {
         std::vector<TensorInfo*> mine;
         for (auto& [name, t] : tensors_)
-            if (t.file == file->path() && t.dtype == DType::I8 && !t.lane_packed && !t.shape.empty() &&
+            if (t.file == file->path() && (t.dtype == DType::I8 || t.dtype == DType::U8) && !t.lane_packed && !t.shape.empty() &&
                 t.shape.back() > 0 && tensors_.count(name + ".scales"))
                 mine.push_back(&t);
         if (mine.empty()) continue;
         const bool done = file->rewrite([&](std::byte* base) {
             for (const TensorInfo* t : mine) {
-                // Rows of `padded` int8 (a multiple of 32): the groups depend on it alone.
-                const std::int64_t padded = t->shape.back();
-                model::pack_int8_lanes(base + (t->data - file->data()), t->numel() / padded, padded, padded);
+                // Rows of `padded` int8 or padded/2 bytes of int4 (padded a multiple of 32):
+                // the groups depend on it alone.
+                const DType q = t->dtype == DType::U8 ? DType::Q4 : DType::I8;
+                const std::int64_t row_bytes = t->shape.back(), padded = q == DType::Q4 ? 2 * row_bytes : row_bytes;
+                model::pack_lanes(q, base + (t->data - file->data()), t->numel() / row_bytes, padded, row_bytes);
             }
         });
         if (!done) continue;

@@ -22,7 +22,7 @@ struct TensorInfo {
     const std::byte* data = nullptr;
     std::size_t nbytes = 0;
     std::string file;
-    // I8 weights moved into the lane order (SafetensorsSet::pack_int8_lanes).
+    // int8 or int4 weights moved into the lane order (SafetensorsSet::pack_lane_order).
     bool lane_packed = false;
 
     std::int64_t numel() const;
@@ -51,12 +51,13 @@ public:
     std::size_t total_bytes() const;
     // Whether the files were copied into memory (WeightsMemory::Copy, or Auto's choice).
     bool copied() const { return copied_; }
-    // Every int8 weight matrix (an I8 tensor beside its NAME.scales: docs/container.md) moved
-    // into the lane order of engine/model/int8_lanes.h in place, and marked so
+    // Every int8 or int4 weight matrix (an I8 or U8 tensor beside its NAME.scales:
+    // docs/container.md) moved
+    // into the lane order of engine/model/lane_order.h in place, and marked so
     // (TensorInfo::lane_packed) for the views bound from it — for kernels that read that
-    // order (cpu::int8_lanes_pay). Only a copied set is packed: a mapping is the file's own
+    // order (cpu::lane_order_pays). Only a copied set is packed: a mapping is the file's own
     // bytes. Returns how many tensors it packed.
-    std::size_t pack_int8_lanes();
+    std::size_t pack_lane_order();
 
 private:
     void add_file(const std::filesystem::path& file, bool copy = false);

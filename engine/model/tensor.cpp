@@ -1,6 +1,6 @@
 #include "engine/model/tensor.h"
 
-#include "engine/model/int8_lanes.h"
+#include "engine/model/lane_order.h"
 
 #include <cmath>
 #include <stdexcept>
@@ -30,11 +30,12 @@ float f16_to_f32(std::uint16_t h) {
 
 float Matrix::at(std::int64_t r, std::int64_t c) const {
     if (dtype == DType::I8) {
-        const std::int64_t at = lane_packed ? lane_offset(c, cols) : c;
+        const std::int64_t at = lane_packed ? lane_offset(dtype, c, cols) : c;
         return static_cast<float>(static_cast<std::int8_t>(row(r)[at])) * row_scales(r)[c / group];
     }
     if (dtype == DType::Q4) {
-        const auto byte = static_cast<std::uint8_t>(row(r)[c / 2]);
+        const std::int64_t at = lane_packed ? lane_offset(dtype, c / 2, cols) : c / 2;
+        const auto byte = static_cast<std::uint8_t>(row(r)[at]);
         const int nibble = (c % 2) ? byte >> 4 : byte & 0xf;
         return static_cast<float>(nibble >= 8 ? nibble - 16 : nibble) * row_scales(r)[c / group];
     }

@@ -57,7 +57,7 @@ struct Matrix {
     const float* scales = nullptr;   // quantized only
     std::int64_t group = 0;          // columns per scale (quantized only)
     std::int64_t scale_stride = 0;   // floats per row of `scales`
-    // I8 only: each row's bytes in the lane order (engine/model/int8_lanes.h) rather than
+    // I8 and Q4: each row's bytes in the lane order (engine/model/lane_order.h) rather than
     // column order — what AVX-512 VNNI's kernels read without a reduction. Views and
     // slices keep it; Matrix::at, row_to_f32 and copy_row_plain read either order.
     bool lane_packed = false;

@@ -288,20 +288,20 @@ Weights bind_weights(const Config& c, const SafetensorsSet& set, bool routed_in_
     return w;
 }
 
-Model load_model(const std::filesystem::path& dir, WeightsMemory memory, bool int8_lanes) {
+Model load_model(const std::filesystem::path& dir, WeightsMemory memory, bool lane_order) {
     Model m;
     m.dir = dir;
     m.config = load_config(dir);
     m.tensors = SafetensorsSet::open_dir(dir, memory);
-    if (int8_lanes) {
-        if (const std::size_t n = m.tensors.pack_int8_lanes())
-            std::fprintf(stderr, "[load] %zu int8 weight tensors in the lane order (AVX-512 VNNI's)\n", n);
+    if (lane_order) {
+        if (const std::size_t n = m.tensors.pack_lane_order())
+            std::fprintf(stderr, "[load] %zu integer weight tensors in the lane order (AVX-512 VNNI's)\n", n);
     }
     if (std::filesystem::exists(dir / experts::kFileName)) {
         m.experts = experts::ExpertStore::open(dir / experts::kFileName);
         m.experts->check_config(m.config);
-        m.experts->set_int8_lanes(int8_lanes);
-        if (m.experts->int8_lanes()) std::fprintf(stderr, "[load] int8 experts in the lane order as they are read\n");
+        m.experts->set_lane_order(lane_order);
+        if (m.experts->lane_order()) std::fprintf(stderr, "[load] integer experts in the lane order as they are read\n");
     }
     try {
         m.weights = bind_weights(m.config, m.tensors, m.experts != nullptr);

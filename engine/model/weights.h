@@ -74,12 +74,12 @@ struct Model {
 // std::runtime_error naming the tensor, the expected and the found shape. A directory
 // with experts.inkx (written by `inkling convert`) takes its routed experts from there:
 // the container's geometry must match config.json. `memory`: where the safetensors bytes
-// live (WeightsMemory; Model::tensors.copied() says what Auto chose). `int8_lanes`: int8
-// weight matrices in the lane order of engine/model/int8_lanes.h, for kernels that read it
-// (cpu::int8_lanes_active()): the copied safetensors in place, the expert container's records
+// live (WeightsMemory; Model::tensors.copied() says what Auto chose). `lane_order`: int8 and
+// int4 weight matrices in the lane order of engine/model/lane_order.h, for kernels that read it
+// (cpu::lane_order_active()): the copied safetensors in place, the expert container's records
 // as they are read; mapped safetensors stay in column order (Matrix::lane_packed tells).
 Model load_model(const std::filesystem::path& dir, WeightsMemory memory = WeightsMemory::Auto,
-                 bool int8_lanes = false);
+                 bool lane_order = false);
 // `routed_in_container`: the sparse layers' routed expert tensors are not bound (nor
 // demanded); LayerWeights::experts stays empty.
 Weights bind_weights(const Config& config, const SafetensorsSet& tensors, bool routed_in_container = false);

@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "engine/experts/expert_store.h"
-#include "engine/model/int8_lanes.h"
+#include "engine/model/lane_order.h"
 #include "engine/model/tensor.h"
 #include "engine/quant/quantize.h"
 

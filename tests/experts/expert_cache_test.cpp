@@ -13,7 +13,7 @@
 #include "engine/experts/expert_cache.h"
 #include "engine/experts/expert_store.h"
 #include "engine/experts/usage_history.h"
-#include "engine/model/int8_lanes.h"
+#include "engine/model/lane_order.h"
 #include "tests/experts/error_of.h"
 #include "tests/support/scratch_dir.h"
 
@@ -121,14 +121,14 @@ TEST_CASE("the store reads each record whole, around the page cache, and views i
     CHECK(experts::sequential_read_rate(t.dir / "experts.inkx", 1 << 20, 3) > 0);
 }
 
-TEST_CASE("int8 lanes: each read leaves the record's matrices in the lane order, the views say so, values kept") {
+TEST_CASE("lane order: each read leaves an int8 record's matrices in the lane order, the views say so, values kept") {
     ScratchDir t("experts-lanes");
     // Rows of 544 (one group of 16 blocks and one block after it) and 1,056 columns.
     write_container(t.dir / "experts.inkx", {2}, 2, 544, 1056);
     auto plain = ExpertStore::open(t.dir / "experts.inkx"), lanes = ExpertStore::open(t.dir / "experts.inkx");
-    lanes->set_int8_lanes(true);
-    CHECK(lanes->int8_lanes());
-    CHECK_FALSE(plain->int8_lanes());
+    lanes->set_lane_order(true);
+    CHECK(lanes->lane_order());
+    CHECK_FALSE(plain->lane_order());
     auto a = experts::aligned_buffer(static_cast<std::size_t>(plain->record_bytes()));
     auto b = experts::aligned_buffer(static_cast<std::size_t>(plain->record_bytes()));
     for (int pass = 0; pass < 2; ++pass)  // the first read checks the CRC, the second does not
@@ -146,7 +146,7 @@ TEST_CASE("int8 lanes: each read leaves the record's matrices in the lane order,
                     for (std::int64_t c = 0; c < ma.cols; ++c) {
                         const float va = ma.at(r, c), vb = mb.at(r, c);
                         same = same && std::memcmp(&va, &vb, 4) == 0 &&
-                               ma.row(r)[c] == mb.row(r)[model::lane_offset(c, ma.cols)];
+                               ma.row(r)[c] == mb.row(r)[model::lane_offset(model::DType::I8, c, ma.cols)];
                     }
                 CHECK(same);
             }
