@@ -18,7 +18,9 @@
 // f32 multiply, then one fused multiply-add; float(isum) is exact since |isum| < 2^24.)
 // AVX-512 keeps the 16 accumulators in one zmm and handles 16 blocks a step, for up to four
 // activation rows per weight load (int4 blocks expanded once for all of them; one activation
-// row meets a block of weight rows in one call) — and from 24 activation rows on takes 16
+// row meets a block of weight rows in one call; weights in the lane order, as the loader
+// leaves them for VNNI, give the 16 block sums straight from dpbusd, with no reduction:
+// rows_i8_lanes_vnni, rows_q4_lanes_vnni) — and from 24 activation rows on takes 16
 // weight rows at once, a lane each, the 16 accumulators of a row then 16 vectors (the blocks'
 // sums need no horizontal reduction: int_kernels.cpp, lanes_vnni); AVX2 keeps two ymm (blocks
 // b%16 < 8 and ≥ 8) and handles 8 a step, likewise for up to four activation rows per weight
