@@ -136,6 +136,7 @@ private:
         int expert = -1;
         State state = State::Empty;
         bool pinned = false;
+        bool lanes = false;        // its record in the lane order (packed as it was read)
         bool by_prefetch = false;  // read by a prefetch and not acquired since
         int refs = 0;
         std::uint64_t used = 0;

@@ -111,7 +111,7 @@ void ExpertStore::read_at(std::int64_t offset, std::byte* buf, std::size_t bytes
     platform::drop_cached(fd_, offset, static_cast<std::int64_t>(bytes));
 }
 
-void ExpertStore::read(int layer, int expert, std::byte* buf) {
+void ExpertStore::read(int layer, int expert, std::byte* buf, bool lanes) {
     const int slot = layer_slot(layer);
     if (slot < 0 || expert < 0 || expert >= header_.experts)
         throw std::runtime_error(path_.string() + ": no record for layer " + std::to_string(layer) + ", expert " +
@@ -140,7 +140,7 @@ void ExpertStore::read(int layer, int expert, std::byte* buf) {
     read_ns_.fetch_add(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()),
                        std::memory_order_relaxed);
     if (verified_[index].load(std::memory_order_acquire)) {
-        if (lane_order_) pack_lanes(buf);
+        if (lanes && lane_order_) pack_lanes(buf);
         return;
     }
     const std::uint32_t got = crc32(buf, bytes);
@@ -149,20 +149,19 @@ void ExpertStore::read(int layer, int expert, std::byte* buf) {
                                  ", expert " + std::to_string(expert) + " (table " + hex32(crcs_[index]) + ", read " +
                                  hex32(got) + "): the container is damaged; convert the model again");
     verified_[index].store(true, std::memory_order_release);
-    if (lane_order_) pack_lanes(buf);
+    if (lanes && lane_order_) pack_lanes(buf);
 }
 
-// After the CRC, which covers the record as stored.
 void ExpertStore::pack_lanes(std::byte* buf) const {
     const model::DType t = layout_.format == Format::Int8 ? model::DType::I8 : model::DType::Q4;
     for (const MatrixSection* s : {&layout_.gate, &layout_.up, &layout_.down})
         model::pack_lanes(t, buf + s->data_at, s->rows, s->cols, static_cast<std::int64_t>(model::dtype_bytes(t, s->padded)));
 }
 
-model::Ffn ExpertStore::view(const std::byte* buf) const {
+model::Ffn ExpertStore::view(const std::byte* buf, bool lanes) const {
     model::Ffn f{section_view(layout_, layout_.gate, buf), section_view(layout_, layout_.up, buf),
                  section_view(layout_, layout_.down, buf)};
-    f.gate.lane_packed = f.up.lane_packed = f.down.lane_packed = lane_order_;
+    f.gate.lane_packed = f.up.lane_packed = f.down.lane_packed = lanes && lane_order_;
     return f;
 }
 

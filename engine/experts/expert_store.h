@@ -59,14 +59,15 @@ public:
     // Reads record (layer, expert) into `buf` (record_bytes, kAlign-aligned). Safe from
     // several threads at once. The first read of each record checks its CRC; a mismatch
     // (or a short read) throws std::runtime_error naming the file, the layer and the expert.
-    void read(int layer, int expert, std::byte* buf);
-    // Each read leaves the record's int8 or int4 matrices in the lane order
-    // (model/lane_order.h), and view() marks them so. Set before the first read (the loader
-    // does).
+    // `lanes` (with set_lane_order on): the record's int8 or int4 matrices then left in the
+    // lane order (model/lane_order.h), after the CRC, which covers the record as stored.
+    void read(int layer, int expert, std::byte* buf, bool lanes = false);
+    // Whether reads may pack (the loader sets it where the kernels read the lane order: the
+    // expert cache then asks for it on the records it keeps). Set before the first read.
     void set_lane_order(bool on) { lane_order_ = on; }
     bool lane_order() const { return lane_order_; }
-    // The expert's three matrices inside a buffer `read` filled.
-    model::Ffn view(const std::byte* buf) const;
+    // The expert's three matrices inside a buffer `read` filled (`lanes`: as it asked).
+    model::Ffn view(const std::byte* buf, bool lanes = false) const;
 
     struct Counters {
         std::uint64_t reads = 0, bytes = 0;

@@ -301,7 +301,9 @@ Model load_model(const std::filesystem::path& dir, WeightsMemory memory, bool la
         m.experts = experts::ExpertStore::open(dir / experts::kFileName);
         m.experts->check_config(m.config);
         m.experts->set_lane_order(lane_order);
-        if (m.experts->lane_order()) std::fprintf(stderr, "[load] integer experts in the lane order as they are read\n");
+        if (m.experts->lane_order())
+            std::fprintf(stderr, "[load] integer experts in the lane order where the cache keeps them (pinned, or all "
+                                 "when it holds every expert)\n");
     }
     try {
         m.weights = bind_weights(m.config, m.tensors, m.experts != nullptr);

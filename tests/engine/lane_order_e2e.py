@@ -8,8 +8,9 @@ dense matrices and int4 experts:
     default) on copied weights, auto on mapped weights (experts packed, dense matrices not),
     and (against its own run with off) --isa avx2; `inkling run` gives the same greedy tokens
   - the load log says what was packed: on a CPU with AVX-512 VNNI, the copied safetensors'
-    integer tensors and the experts as they are read; nothing with off, --isa avx2, or on a
-    CPU without VNNI
+    integer tensors and the experts the cache keeps; nothing with off, --isa avx2, or on a
+    CPU without VNNI; through a 2-slot cache (records evicted in turn, left unpacked) the
+    same NLL
   - the same model with int8 or int4 experts only (f32 dense) on the Vulkan device (lavapipe
     in CI): the experts' rows go up in column order, so the device gives the tokens it gives
     with --lane-order off
@@ -77,6 +78,11 @@ try:
         report(f"{fmt}: load log: " + ("the copied tensors and the experts packed" if vnni else "nothing packed (no VNNI)"),
                (packed_line in log and experts_line in log) == vnni and packed_line not in log_off
                and experts_line not in log_off, log[-600:])
+        # A cache of 2 slots of 4 experts (nothing pinned without a usage history): records read
+        # and evicted in turn stay in column order beside the packed dense matrices.
+        got, log = eval_nll(model, "--load-weights", "copy", "--cap", "2", "--usage-file", "off")
+        report(f"{fmt}: eval through a 2-slot expert cache (experts unpacked, dense packed): the same NLL",
+               got == want and (packed_line in log) == vnni, (got, want, log[-400:]))
         got, log = eval_nll(model, "--load-weights", "map")
         report(f"{fmt}: eval on mapped weights (dense in column order, experts packed): the same NLL",
                got == want and packed_line not in log and (experts_line in log) == vnni, (got, want, log[-400:]))

@@ -134,9 +134,9 @@ TEST_CASE("lane order: each read leaves an int8 record's matrices in the lane or
     for (int pass = 0; pass < 2; ++pass)  // the first read checks the CRC, the second does not
         for (int e = 0; e < 2; ++e) {
             plain->read(2, e, a.get());
-            lanes->read(2, e, b.get());
+            lanes->read(2, e, b.get(), true);
             CHECK(std::memcmp(a.get(), b.get(), static_cast<std::size_t>(plain->record_bytes())) != 0);
-            const model::Ffn fa = plain->view(a.get()), fb = lanes->view(b.get());
+            const model::Ffn fa = plain->view(a.get()), fb = lanes->view(b.get(), true);
             for (const auto& [ma, mb] : {std::pair{fa.gate, fb.gate}, {fa.up, fb.up}, {fa.down, fb.down}}) {
                 CHECK_FALSE(ma.lane_packed);
                 CHECK(mb.lane_packed);
@@ -151,6 +151,42 @@ TEST_CASE("lane order: each read leaves an int8 record's matrices in the lane or
                 CHECK(same);
             }
         }
+}
+
+TEST_CASE("the cache asks for the lane order on the records it keeps: pinned ones, and all when every expert fits") {
+    ScratchDir t("experts-cache-lanes");
+    write_container(t.dir / "experts.inkx", {0}, 4, 544, 1056);
+    auto store = ExpertStore::open(t.dir / "experts.inkx");
+    store->set_lane_order(true);
+    auto packed = [](const model::Ffn& f) { return f.gate.lane_packed && f.up.lane_packed && f.down.lane_packed; };
+    {
+        ExpertCache all(store, options(4, 0, false));
+        auto lease = all.acquire(0, std::vector<int>{0, 1, 2, 3});
+        for (const auto& f : lease.ffn()) CHECK(packed(f));
+    }
+    // Of 3 slots, 1 pinned: only the pinned expert's record is packed (the others are read
+    // and evicted in turn, where packing would cost each read more than it saves).
+    experts::UsageHistory h({0}, 4);
+    h.add(0, 2, 5);  // expert 2 the one with use: the pin
+    h.save(t.dir / "usage.json");
+    ExpertCache some(store, options(3, 1, false, t.dir / "usage.json"));
+    REQUIRE(some.pinned_total() == 1);
+    CHECK(some.pinned(0, 2));
+    int pinned_seen = 0, other_seen = 0;
+    for (int e = 0; e < 4; ++e) {
+        auto lease = some.acquire(0, std::vector<int>{e});
+        const bool pinned = some.pinned(0, e);
+        CHECK(packed(lease.ffn()[0]) == pinned);
+        CHECK_FALSE((lease.ffn()[0].gate.lane_packed != lease.ffn()[0].down.lane_packed));
+        (pinned ? pinned_seen : other_seen)++;
+    }
+    CHECK(pinned_seen == 1);
+    CHECK(other_seen == 3);
+    // A store left off (another ISA, --lane-order off) never packs.
+    auto plain = ExpertStore::open(t.dir / "experts.inkx");
+    ExpertCache none(plain, options(4, 0, false));
+    auto lease = none.acquire(0, std::vector<int>{0, 1, 2, 3});
+    for (const auto& f : lease.ffn()) CHECK_FALSE(f.gate.lane_packed);
 }
 
 TEST_CASE("a broken container is a clear error: bad magic, truncation, a flipped record byte, another model") {
