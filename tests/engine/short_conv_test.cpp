@@ -41,7 +41,9 @@ TEST_CASE("the short conv gives the same bits a row at a time as over all rows a
                 inkling::forward::short_conv(one.data() + t * channels, 1, channels, w.data(), kernel, one_state.data());
             INFO("kernel ", kernel, " channels ", channels);
             CHECK(std::memcmp(all.data(), one.data(), all.size() * sizeof(float)) == 0);
-            CHECK(std::memcmp(all_state.data(), one_state.data(), all_state.size() * sizeof(float)) == 0);
+            // (A one-tap conv keeps no state: memcmp may not take its null data, even for 0 bytes.)
+            CHECK((all_state.empty() ||
+                   std::memcmp(all_state.data(), one_state.data(), all_state.size() * sizeof(float)) == 0));
         }
     }
 }
