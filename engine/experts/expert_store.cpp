@@ -139,16 +139,14 @@ void ExpertStore::read(int layer, int expert, std::byte* buf, bool lanes) {
     bytes_.fetch_add(bytes, std::memory_order_relaxed);
     read_ns_.fetch_add(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()),
                        std::memory_order_relaxed);
-    if (verified_[index].load(std::memory_order_acquire)) {
-        if (lanes && lane_order_) pack_lanes(buf);
-        return;
+    if (!verified_[index].load(std::memory_order_acquire)) {
+        const std::uint32_t got = crc32(buf, bytes);
+        if (got != crcs_[index])
+            throw std::runtime_error(path_.string() + ": CRC mismatch in the record of layer " + std::to_string(layer) +
+                                     ", expert " + std::to_string(expert) + " (table " + hex32(crcs_[index]) +
+                                     ", read " + hex32(got) + "): the container is damaged; convert the model again");
+        verified_[index].store(true, std::memory_order_release);
     }
-    const std::uint32_t got = crc32(buf, bytes);
-    if (got != crcs_[index])
-        throw std::runtime_error(path_.string() + ": CRC mismatch in the record of layer " + std::to_string(layer) +
-                                 ", expert " + std::to_string(expert) + " (table " + hex32(crcs_[index]) + ", read " +
-                                 hex32(got) + "): the container is damaged; convert the model again");
-    verified_[index].store(true, std::memory_order_release);
     if (lanes && lane_order_) pack_lanes(buf);
 }
 

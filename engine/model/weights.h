@@ -76,8 +76,9 @@ struct Model {
 // the container's geometry must match config.json. `memory`: where the safetensors bytes
 // live (WeightsMemory; Model::tensors.copied() says what Auto chose). `lane_order`: int8 and
 // int4 weight matrices in the lane order of engine/model/lane_order.h, for kernels that read it
-// (cpu::lane_order_active()): the copied safetensors in place, the expert container's records
-// as they are read; mapped safetensors stay in column order (Matrix::lane_packed tells).
+// (cpu::lane_order_active()): the copied safetensors in place, and the expert container's
+// records the expert cache keeps (ExpertStore::set_lane_order); mapped safetensors stay in
+// column order (Matrix::lane_packed tells).
 Model load_model(const std::filesystem::path& dir, WeightsMemory memory = WeightsMemory::Auto,
                  bool lane_order = false);
 // `routed_in_container`: the sparse layers' routed expert tensors are not bound (nor
