@@ -6,6 +6,8 @@
 //               from the host plus the shared experts times their combine weights, summed
 //               on their own first, as the CPU does; rows of `width` floats)
 #version 450
+#extension GL_GOOGLE_include_directive : require
+#include "pointwise.glsl"
 layout(local_size_x = 256) in;
 layout(std430, set = 0, binding = 0) buffer A { float a[]; };
 layout(std430, set = 0, binding = 1) readonly buffer B { float b[]; };
@@ -17,7 +19,7 @@ void main() {
     const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
         if (p.op == 0u) a[i] += b[i];
-        else if (p.op == 1u) { const float g = a[i]; a[i] = g / (1.0 + exp(-g)) * b[i]; }
+        else if (p.op == 1u) { const float g = a[i]; a[i] = swiglu_of(g, b[i]); }
         else if (p.op == 2u) a[i] *= p.scale;
         else {
             const uint row = i / p.width;

@@ -7,6 +7,8 @@
 // path, for every device (lavapipe included); Ops::gemv takes it from gemm_rows rows up.
 // swiglu 1: x is the gate and each activation silu(x)·u, as gemv.comp's.
 #version 450
+#extension GL_GOOGLE_include_directive : require
+#include "pointwise.glsl"
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint FORMAT = 0;  // 0 f32 weights, 1 bf16 (two a uint, even element low)
 
@@ -34,7 +36,7 @@ float weight(uint e) {
 
 float act(uint i) {
     const float g = x[i];
-    return p.swiglu != 0u ? g / (1.0 + exp(-g)) * u[i] : g;
+    return p.swiglu != 0u ? swiglu_of(g, u[i]) : g;
 }
 
 void main() {

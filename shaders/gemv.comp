@@ -9,6 +9,8 @@
 // SwiGLU dispatch and a barrier before it.
 #version 450
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_GOOGLE_include_directive : require
+#include "pointwise.glsl"
 
 layout(local_size_x = 128) in;
 layout(constant_id = 0) const uint FORMAT = 0;
@@ -31,11 +33,11 @@ layout(push_constant) uniform Push {
 
 vec4 act4(uint xi) {
     const vec4 g = x4[xi];
-    return p.swiglu != 0u ? g / (1.0 + exp(-g)) * u4[xi] : g;
+    return p.swiglu != 0u ? swiglu_of4(g, u4[xi]) : g;
 }
 float act(uint i) {
     const float g = x[i];
-    return p.swiglu != 0u ? g / (1.0 + exp(-g)) * u[i] : g;
+    return p.swiglu != 0u ? swiglu_of(g, u[i]) : g;
 }
 
 // One 16-byte load of weights against its activations.

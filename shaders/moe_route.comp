@@ -13,6 +13,8 @@
 // them in less time than a dispatch takes (Ops::router_fits).
 #version 450
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_GOOGLE_include_directive : require
+#include "pointwise.glsl"
 layout(local_size_x_id = 1) in;  // 256, or 1024 where the device allows (Ops): more subgroups for the logits
 layout(constant_id = 0) const uint FORMAT = 0;
 layout(std430, set = 0, binding = 0) readonly buffer Logits { float lg[]; };   // [R][E+NS]
@@ -54,7 +56,6 @@ float logit(uint row, uint e) {
 }
 shared uint taken[kMaxE / 32];
 
-float sigm(float v) { return 1.0 / (1.0 + exp(-v)); }
 
 void main() {
     const uint row = gl_WorkGroupID.x;
@@ -69,7 +70,7 @@ void main() {
         barrier();
     }
     for (uint e = lane; e < p.E; e += gl_WorkGroupSize.x) {
-        sig[e] = sigm(p.D > 0u ? slog[e] : lg[lb + e]);
+        sig[e] = sigmoid_of(p.D > 0u ? slog[e] : lg[lb + e]);
         choice[e] = sig[e] + bias[e];
     }
     for (uint w = lane; w < (p.E + 31u) / 32u; w += gl_WorkGroupSize.x) taken[w] = 0u;
@@ -88,8 +89,8 @@ void main() {
         chosen[k] = best;
         z += sig[best];
     }
-    for (uint j = 0; j < p.NS; ++j) z += sigm(p.D > 0u ? slog[p.E + j] : lg[lb + p.E + j]);
-    const float scale = p.scale / z;
+    for (uint j = 0; j < p.NS; ++j) z += sigmoid_of(p.D > 0u ? slog[p.E + j] : lg[lb + p.E + j]);
+    const float scale = p.scale * reciprocal_positive(z);  // as the CPU: no `/`
     // Increasing expert id (insertion sort of K ids).
     for (uint a = 1; a < p.K; ++a) {
         const uint v = chosen[a];
@@ -101,5 +102,5 @@ void main() {
         re[row * p.K + k] = chosen[k];
         rw[row * p.K + k] = sig[chosen[k]] * scale;
     }
-    for (uint j = 0; j < p.NS; ++j) sw[row * p.NS + j] = sigm(p.D > 0u ? slog[p.E + j] : lg[lb + p.E + j]) * scale;
+    for (uint j = 0; j < p.NS; ++j) sw[row * p.NS + j] = sigmoid_of(p.D > 0u ? slog[p.E + j] : lg[lb + p.E + j]) * scale;
 }

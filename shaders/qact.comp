@@ -11,6 +11,8 @@
 // as ew.comp's SWIGLU computes it: the down projection's activations without a SwiGLU pass.
 #version 450
 #extension GL_ARB_gpu_shader_fp64 : enable
+#extension GL_GOOGLE_include_directive : require
+#include "pointwise.glsl"
 
 layout(local_size_x = 64) in;
 
@@ -26,7 +28,7 @@ layout(push_constant) uniform Push {
 
 float act(uint i) {
     const float g = x[i];
-    return p.swiglu != 0u ? g / (1.0 + exp(-g)) * u[i] : g;
+    return p.swiglu != 0u ? swiglu_of(g, u[i]) : g;
 }
 
 float next_toward(float f, float to) {

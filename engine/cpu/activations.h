@@ -16,6 +16,9 @@ namespace inkling::cpu {
 float sigmoid(float v);
 // v · sigmoid(v).
 float silu(float v);
+// 1 / x for a positive normal x (exp_core.h's reciprocal_positive: additions and
+// multiplications only, as the device's shaders compute it; within 1.15 ulp).
+float reciprocal(float x);
 
 // out[i] = silu(gate[i·stride]) · up[i·stride] for i < n, each bit for bit as the scalar
 // functions give it. `out` may be `gate` itself (in place: an FFN's buffer of interleaved

@@ -1,5 +1,6 @@
 // e^x for x ≤ 0 in f32 through Cephes' polynomial: the one exp the engine's own numerics use
-// (the sampler's softmax weights, SiLU and sigmoid), so their results do not depend on the
+// (the sampler's softmax weights, SiLU and sigmoid; shaders/pointwise.glsl is its copy on the
+// device), so their results do not depend on the
 // C library's expf — glibc picks an FMA or a plain version by CPU, other platforms have
 // their own — and plain loops over it vectorize.
 //
@@ -40,6 +41,31 @@ inline float exp_nonpositive_core(float x) {
     const float scale = std::bit_cast<float>((std::bit_cast<std::uint32_t>(shifted) - kRoundBits + 127u) << 23);
     const float e = p * scale;
     return x >= -87.0f ? e : 0.0f;  // false for NaN too
+}
+
+// 1 / d for d in [1, 2] (the sigmoid's 1 / (1 + e^−|v|)) without a division: the line
+// 24/17 − 8/17 · d (within 1/17 of it), then three Newton steps y += y · (1 − d·y); within
+// 1.15 ulp of the quotient over every float of [1, 2] (checked exhaustively). Additions and
+// multiplications only, so a Vulkan shader takes the same steps to the same bits
+// (shaders/pointwise.glsl), where a GPU's `/` is allowed 2.5 ulp of its own choosing.
+inline float reciprocal_1_to_2(float d) {
+    float y = 1.41176470588235294f - 0.470588235294117647f * d;
+    for (int k = 0; k < 3; ++k) {
+        const float t = 1.0f - d * y;
+        y = y + y * t;
+    }
+    return y;
+}
+
+// 1 / x for a positive normal x whose reciprocal is normal too (x in [2^−126, 2^126]): x's
+// significand m in [1, 2) through reciprocal_1_to_2, then 2^−exponent, an exact scaling.
+// The MoE router's 1 / Σ sigmoids, on the CPU and in moe_route.comp alike.
+inline float reciprocal_positive(float x) {
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
+    const std::uint32_t exponent = bits >> 23;  // x > 0: no sign bit
+    const float m = std::bit_cast<float>((bits & 0x007fffffu) | 0x3f800000u);
+    const float scale = std::bit_cast<float>((254u - exponent) << 23);  // 2^(127 − exponent)
+    return reciprocal_1_to_2(m) * scale;
 }
 
 }  // namespace inkling::cpu

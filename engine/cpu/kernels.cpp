@@ -21,10 +21,20 @@ using model::DType;
 using model::Matrix;
 
 // ---- generic -------------------------------------------------------------------------
+constexpr std::int64_t kDotLanes = 64;  // dot()'s sums (kernels.h)
+
+// dot()'s one order (kernels.h), as the reference states it: 64 sums, element i into sum
+// i mod 64 through a fused multiply-add, the elements past n as +0, then halves added.
 float dot_scalar(const float* a, const float* b, std::int64_t n) {
-    float sum = 0.0f;
-    for (std::int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
-    return sum;
+    float acc[kDotLanes] = {};
+    for (std::int64_t base = 0; base < n; base += kDotLanes)
+        for (std::int64_t j = 0; j < kDotLanes; ++j) {
+            const std::int64_t i = base + j;
+            acc[j] = i < n ? std::fma(a[i], b[i], acc[j]) : std::fma(0.0f, 0.0f, acc[j]);
+        }
+    for (std::int64_t h = kDotLanes / 2; h >= 1; h /= 2)
+        for (std::int64_t j = 0; j < h; ++j) acc[j] = acc[j] + acc[j + h];
+    return acc[0];
 }
 
 void row_scalar(const Matrix& m, std::int64_t r, float* out) { model::row_to_f32(m, r, out); }
@@ -51,19 +61,31 @@ __attribute__((target("avx2,fma"))) float hsum256(__m256 v) {
     return _mm_cvtss_f32(lo);
 }
 
+// dot()'s order in eight registers of eight sums (sum 8k + l in lane l of s[k]); a last
+// partial block of 64 loads zeros past n, as the reference's +0.
+__attribute__((target("avx2,fma"))) inline __m256i lanes_below(std::int64_t left) {
+    const __m256i index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<std::int64_t>(left, 8))), index);
+}
+
 __attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* b, std::int64_t n) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    __m256 s[8];
+    for (auto& v : s) v = _mm256_setzero_ps();
     std::int64_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
-        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
-    }
-    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    float sum = hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-    for (; i < n; ++i) sum += a[i] * b[i];
-    return sum;
+    for (; i + kDotLanes <= n; i += kDotLanes)
+        for (int k = 0; k < 8; ++k)
+            s[k] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8 * k), _mm256_loadu_ps(b + i + 8 * k), s[k]);
+    if (i < n)
+        for (int k = 0; k < 8; ++k) {
+            const std::int64_t at = i + 8 * k;
+            const __m256i m = lanes_below(n - at);  // all-false once at ≥ n: loads nothing
+            s[k] = _mm256_fmadd_ps(_mm256_maskload_ps(a + std::min(at, n), m),
+                                   _mm256_maskload_ps(b + std::min(at, n), m), s[k]);
+        }
+    for (int k = 0; k < 4; ++k) s[k] = _mm256_add_ps(s[k], s[k + 4]);  // halves of 32
+    s[0] = _mm256_add_ps(s[0], s[2]);                                   // of 16
+    s[1] = _mm256_add_ps(s[1], s[3]);
+    return hsum256(_mm256_add_ps(s[0], s[1]));  // of 8, then 4, 2, 1 within the register
 }
 
 // Product rounded, then the sum: the bits of the scalar loop x86-64 compiles (this target has
@@ -105,6 +127,19 @@ __attribute__((target("avx2,fma,f16c"))) void row_avx2(const Matrix& m, std::int
 }
 
 // ---- AVX-512 -------------------------------------------------------------------------
+// dot()'s order in four registers of 16 sums (sum 16k + l in lane l of s[k]).
+__attribute__((target("avx512f"))) inline __mmask16 lanes_below16(std::int64_t left) {
+    return left >= 16 ? __mmask16(0xffff) : left <= 0 ? __mmask16(0) : static_cast<__mmask16>((1u << left) - 1);
+}
+
+// The halves of dot()'s 64 sums added: of 32 and 16 across the registers, then of 8, 4, 2
+// and 1 within one — spelled out, as _mm512_reduce_add_ps's order is the compiler's.
+__attribute__((target("avx512f"))) inline float sum_halves_avx512(__m512 s0, __m512 s1, __m512 s2, __m512 s3) {
+    const __m512 t = _mm512_add_ps(_mm512_add_ps(s0, s2), _mm512_add_ps(s1, s3));
+    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(t), 1));
+    return hsum256(_mm256_add_ps(_mm512_castps512_ps256(t), hi));
+}
+
 __attribute__((target("avx512f"))) float dot_avx512(const float* a, const float* b, std::int64_t n) {
     __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     std::int64_t i = 0;
@@ -114,12 +149,15 @@ __attribute__((target("avx512f"))) float dot_avx512(const float* a, const float*
         s2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 32), _mm512_loadu_ps(b + i + 32), s2);
         s3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 48), _mm512_loadu_ps(b + i + 48), s3);
     }
-    for (; i + 16 <= n; i += 16) s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
     if (i < n) {
-        __mmask16 k = static_cast<__mmask16>((1u << (n - i)) - 1);
-        s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, a + i), _mm512_maskz_loadu_ps(k, b + i), s1);
+        const __mmask16 k0 = lanes_below16(n - i), k1 = lanes_below16(n - i - 16), k2 = lanes_below16(n - i - 32),
+                        k3 = lanes_below16(n - i - 48);
+        s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k0, a + i), _mm512_maskz_loadu_ps(k0, b + i), s0);
+        s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k1, a + i + 16), _mm512_maskz_loadu_ps(k1, b + i + 16), s1);
+        s2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k2, a + i + 32), _mm512_maskz_loadu_ps(k2, b + i + 32), s2);
+        s3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k3, a + i + 48), _mm512_maskz_loadu_ps(k3, b + i + 48), s3);
     }
-    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+    return sum_halves_avx512(s0, s1, s2, s3);
 }
 
 // y + a·x, product rounded, then the sum. Spelled with the rounding-mode intrinsics: the
@@ -182,17 +220,13 @@ __attribute__((target("avx512f"))) void dot4_avx512(const float* a, const float*
             s[r][3] = _mm512_fmadd_ps(w3, _mm512_loadu_ps(b[r] + i + 48), s[r][3]);
         }
     }
-    for (; i + 16 <= n; i += 16) {
-        const __m512 w0 = _mm512_loadu_ps(a + i);
-        for (int r = 0; r < 4; ++r) s[r][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(b[r] + i), s[r][0]);
-    }
-    if (i < n) {
-        __mmask16 k = static_cast<__mmask16>((1u << (n - i)) - 1);
-        const __m512 w0 = _mm512_maskz_loadu_ps(k, a + i);
-        for (int r = 0; r < 4; ++r) s[r][1] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(k, b[r] + i), s[r][1]);
-    }
-    for (int r = 0; r < 4; ++r)
-        out[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s[r][0], s[r][1]), _mm512_add_ps(s[r][2], s[r][3])));
+    if (i < n)
+        for (int q = 0; q < 4; ++q) {
+            const __mmask16 k = lanes_below16(n - i - 16 * q);
+            const __m512 w = _mm512_maskz_loadu_ps(k, a + i + 16 * q);
+            for (int r = 0; r < 4; ++r) s[r][q] = _mm512_fmadd_ps(w, _mm512_maskz_loadu_ps(k, b[r] + i + 16 * q), s[r][q]);
+        }
+    for (int r = 0; r < 4; ++r) out[r] = sum_halves_avx512(s[r][0], s[r][1], s[r][2], s[r][3]);
 }
 
 __attribute__((target("avx512f"))) void row_avx512(const Matrix& m, std::int64_t r, float* out) {

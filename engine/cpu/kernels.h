@@ -55,6 +55,10 @@ void set_numerics(Numerics numerics);
 const char* numerics_name(Numerics numerics);
 Numerics parse_numerics(const std::string& name);  // "exact", "bf16"
 
+// Σ a[i]·b[i] in one order on every ISA (the scalar reference, AVX2, AVX-512; ARM64 runs the
+// reference), so attention's scores and products with f32 weights are the same bits
+// whatever the CPU: sums s_0..s_63 from +0, element i into s_(i mod 64) by a fused
+// multiply-add (the elements past n as +0), then s_j += s_(j+h) for h = 32, 16, …, 1.
 float dot(const float* a, const float* b, std::int64_t n);
 // Attention over a run of cached positions, one call for the run: out[r] =
 // dot(a, b + r·stride, n), each bitwise as dot() gives it; and y[i] += a[r]·x_r[i] for r in

@@ -58,7 +58,9 @@ Routing HostExperts::route(int layer, std::int64_t S, const float* logits, const
         float z = 0.0f;
         for (auto e : chosen) z += cpu::sigmoid(lg[e]);
         for (std::int64_t j = 0; j < NS; ++j) z += cpu::sigmoid(lg[E + j]);
-        const float scale = static_cast<float>(c_.route_scale) * L.router_scale / z;
+        // 1 / z as moe_route.comp takes it on the device (no division: a GPU's `/` rounds
+        // as its driver likes), so the combine weights are the same bits on both.
+        const float scale = static_cast<float>(c_.route_scale) * L.router_scale * cpu::reciprocal(z);
         for (auto e : chosen) r.by_expert[e].emplace_back(s, cpu::sigmoid(lg[e]) * scale);
         for (std::int64_t j = 0; j < NS; ++j) r.shared_w[s * NS + j] = cpu::sigmoid(lg[E + j]) * scale;
     }

@@ -14,6 +14,7 @@
 #include "engine/forward/forward.h"
 #include "engine/sampling/sampler.h"
 #include "engine/serve/scheduler.h"
+#include "tests/engine/converted_fixtures.h"
 #include "tests/engine/fixture_paths.h"
 #include "tests/experts/error_of.h"
 #include "tests/support/scratch_dir.h"
@@ -24,28 +25,6 @@ using test_errors::error_of;
 using test_support::ScratchDir;
 
 namespace {
-
-// Converted copies of the fixtures, written once per test run and removed at its end.
-struct Converted {
-    ScratchDir root{"converted"};
-    std::map<std::string, fs::path> done;
-
-    fs::path get(const std::string& fixture, experts::Format format) {
-        const std::string name = fixture + "-" + experts::format_name(format);
-        auto it = done.find(name);
-        if (it != done.end()) return it->second;
-        convert::Options o;
-        o.src = test_paths::fixtures() / fixture;
-        o.dst = root.dir / name;
-        o.experts = format;
-        convert::convert(o);
-        return done[name] = o.dst;
-    }
-};
-Converted& converted() {
-    static Converted c;
-    return c;
-}
 
 experts::CacheOptions options(int cap, int pins, fs::path usage_file = {}) {
     experts::CacheOptions o;
@@ -100,7 +79,7 @@ TEST_CASE("converted models: cap 1, 2, a pinned cap and full residency give bitw
         const std::string format = experts::format_name(k.format);
         CAPTURE(k.fixture);
         CAPTURE(format);
-        const fs::path dir = converted().get(k.fixture, k.format);
+        const fs::path dir = test_paths::converted(k.fixture, k.format);
         auto model = model::load_model(dir);
         REQUIRE(model.experts);
         const int E = model.config.experts;
@@ -151,7 +130,7 @@ TEST_CASE("converted models stay close to the f32 checkpoint: greedy tokens and 
         CAPTURE(k.fixture);
         CAPTURE(format);
         auto ref_model = model::load_model(test_paths::fixtures() / k.fixture);
-        auto q_model = model::load_model(converted().get(k.fixture, k.format));
+        auto q_model = model::load_model(test_paths::converted(k.fixture, k.format));
         const auto prompt = golden_prompt(k.fixture);
         const Greedy ref = greedy(ref_model, nullptr, prompt, 32);
         const Greedy q = greedy(q_model, nullptr, prompt, 32);
@@ -182,7 +161,7 @@ TEST_CASE("converted models stay close to the f32 checkpoint: greedy tokens and 
 }
 
 TEST_CASE("serving a converted model: batched sessions match solo runs, STATS and DONE carry the cache's figures") {
-    const fs::path dir = converted().get("mixed-hf-f32", experts::Format::Int8);
+    const fs::path dir = test_paths::converted("mixed-hf-f32", experts::Format::Int8);
     auto model = model::load_model(dir);
     struct Sink : serve::FrameSink {
         std::vector<protocol::Frame> frames;
@@ -241,7 +220,7 @@ TEST_CASE("serving a converted model: batched sessions match solo runs, STATS an
 }
 
 TEST_CASE("pins come from the usage history a run saved, and stay resident through later runs") {
-    ScratchDir s("cache-scratch", converted().get("base-hf-f32", experts::Format::Int8));
+    ScratchDir s("cache-scratch", test_paths::converted("base-hf-f32", experts::Format::Int8));
     auto model = model::load_model(s.dir);
     const fs::path usage = s.dir / "expert-usage.json";
     const auto prompt = golden_prompt("base-hf-f32");
@@ -265,7 +244,7 @@ TEST_CASE("pins come from the usage history a run saved, and stay resident throu
 }
 
 TEST_CASE("a converted model with a damaged record or another model's container fails with a clear error") {
-    ScratchDir s("cache-scratch", converted().get("base-hf-f32", experts::Format::Int4));
+    ScratchDir s("cache-scratch", test_paths::converted("base-hf-f32", experts::Format::Int4));
     const fs::path file = s.dir / experts::kFileName;
     {
         auto model = model::load_model(s.dir);
@@ -282,7 +261,7 @@ TEST_CASE("a converted model with a damaged record or another model's container 
     }
     {
         // The container of another geometry (mixed: E=16) next to base's config.
-        fs::copy_file(converted().get("mixed-hf-f32", experts::Format::Int4) / experts::kFileName, file,
+        fs::copy_file(test_paths::converted("mixed-hf-f32", experts::Format::Int4) / experts::kFileName, file,
                       fs::copy_options::overwrite_existing);
         auto err = error_of([&] { model::load_model(s.dir); });
         CHECK(err.find(file.string()) != std::string::npos);

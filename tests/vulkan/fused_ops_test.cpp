@@ -9,11 +9,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
+#include "engine/cpu/activations.h"
 #include "engine/cpu/kernels.h"
 #include "engine/cpu/thread_pool.h"
 #include "engine/model/tensor.h"
+#include "engine/quant/quantize.h"
 #include "tests/vulkan/ops_harness.h"
 
 using namespace inkling;
@@ -84,11 +87,11 @@ TEST_CASE("vulkan fused swiglu: gemv of silu(gate)·up equals ew's SWIGLU then g
         f.run();
         const auto fused = read(Y1, static_cast<std::size_t>(s.S * s.O)), two_step = read(Y2, fused.size());
         CHECK(differing(fused, two_step) == 0);
-        // The CPU: the same product in f32 (std::exp), then cpu::matmul.
+        // The CPU: the same activations (cpu::silu, the device's steps), then cpu::matmul.
         std::vector<float> act(static_cast<std::size_t>(s.S * s.I)), want(fused.size());
         for (std::size_t i = 0; i < act.size(); ++i) {
             const float x = g[static_cast<std::size_t>(s.x_off) + i];
-            act[i] = x / (1.0f + std::exp(-x)) * u[static_cast<std::size_t>(s.x_off) + i];
+            act[i] = cpu::silu(x) * u[static_cast<std::size_t>(s.x_off) + i];
         }
         model::Matrix m;
         m.dtype = s.bf16 ? model::DType::BF16 : model::DType::F32;
@@ -137,7 +140,7 @@ TEST_CASE("vulkan fused swiglu: moe_gemv of the pairs' silu(gate)·up equals ew'
     }
 }
 
-TEST_CASE("vulkan fused swiglu: qact of silu(gate)·up equals ew's SWIGLU then qact") {
+TEST_CASE("vulkan fused swiglu: qact of silu(gate)·up equals ew's SWIGLU then qact and the CPU's bits on every ISA") {
     auto* dev = test_ops::device();
     if (!dev) return;
     if (!dev->ops->int_experts()) {
@@ -162,11 +165,34 @@ TEST_CASE("vulkan fused swiglu: qact of silu(gate)·up equals ew's SWIGLU then q
     dev->ops->qact(f, p, G, Q1, S1, &U);
     dev->ops->qact(f, p, P, Q2, S2);
     f.run();
-    CHECK(differing(read(Q1, qwords), read(Q2, qwords)) == 0);
+    const auto q1 = read(Q1, qwords);
+    CHECK(differing(q1, read(Q2, qwords)) == 0);
     const auto s1 = read(S1, scales);
     CHECK(differing(s1, read(S2, scales)) == 0);
     CHECK(s1[blocks + 2] == 0.0f);  // the zero block
     CHECK(s1[0] > 0.0f);
+    // The activations entering the down projection's quantization are the CPU's bits under
+    // every ISA this CPU has: cpu::swiglu (the host's expert path) then
+    // quant::quantize_activations give the device's q and scales exactly.
+    const cpu::Isa was = cpu::active_isa();
+    for (cpu::Isa isa : cpu::isas()) {
+        if (!cpu::isa_supported(isa)) continue;
+        CAPTURE(std::string(cpu::isa_name(isa)));
+        cpu::set_isa(isa);
+        std::vector<float> act(std::size_t{rows} * cols);
+        for (std::uint32_t r = 0; r < rows; ++r)
+            cpu::swiglu(g.data() + off + r * stride, u.data() + off + r * stride, 1, cols, act.data() + r * cols);
+        quant::QuantizedActivations a;
+        quant::quantize_activations(act.data(), rows, cols, a);
+        std::vector<std::uint32_t> want_q(qwords, 0);
+        for (std::size_t i = 0; i < a.q.size(); ++i)
+            want_q[i / 4] |= static_cast<std::uint32_t>(static_cast<std::uint8_t>(a.q[i])) << (8 * (i % 4));
+        std::vector<std::uint32_t> got_q(qwords);
+        std::memcpy(got_q.data(), q1.data(), qwords * 4);
+        CHECK(got_q == want_q);
+        CHECK(differing(s1, a.scales) == 0);
+    }
+    cpu::set_isa(was);
 }
 
 TEST_CASE("vulkan fused conv_add_norm: a decode row's conv, residual add and norm equal sconv, ew ADD, rmsnorm") {

@@ -16,9 +16,11 @@
 #include <vector>
 
 #include "engine/convert/convert.h"
+#include "engine/cpu/kernels.h"
 #include "engine/experts/expert_cache.h"
 #include "engine/forward/forward.h"
 #include "engine/vulkan/chain.h"
+#include "tests/engine/converted_fixtures.h"
 #include "tests/engine/fixture_paths.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/vulkan/chain_harness.h"
@@ -36,20 +38,7 @@ namespace {
 // int8 activation by one step (seen: max |Δlogit| 1.4e-5 here, as with f32 experts).
 constexpr double kBound = 1e-4;
 
-// Converted copies of the fixtures, made once per run, removed at its end.
-fs::path converted(const std::string& fixture, experts::Format format) {
-    static test_support::ScratchDir root("vk-int-experts");
-    static std::map<std::string, fs::path> done;
-    const std::string name = fixture + "-" + experts::format_name(format);
-    if (auto it = done.find(name); it != done.end()) return it->second;
-    convert::Options o;
-    o.src = test_paths::fixtures() / fixture;
-    o.dst = root.dir / name;
-    o.experts = format;
-    o.threads = 2;
-    convert::convert(o);
-    return done[name] = o.dst;
-}
+using test_paths::converted;
 
 // One expert in a device slot: each matrix's quantized values and scales as in the
 // container's record, rounded up to 16 bytes.
@@ -104,6 +93,57 @@ TEST_CASE("vulkan int experts: a converted model's experts resident on the devic
             CHECK(st.device_pairs == static_cast<std::uint64_t>((19 + decode) * c.top_k * sparse_layers(c)));
         }
     }
+}
+
+// What the int8 quantization of a routed expert's activations sees is the same bits on the
+// device and on the host: for the chain's own dense activations, the experts computed on the
+// device (resident, routing there too; or a tier of two slots, the rest on the host) give
+// the logits of the experts all computed on the host (--vk-experts off) bit for bit — the
+// gate/up rows, the SwiGLU rows (shaders/pointwise.glsl: the CPU's steps), the routing and
+// its weights — and so under every ISA of this CPU.
+TEST_CASE("vulkan int experts: device experts give the host experts' bits on the chain's activations, every ISA") {
+    const cpu::Isa was = cpu::active_isa();
+    for (auto format : {experts::Format::Int8, experts::Format::Int4}) {
+        for (const char* fixture : {"mixed-hf-f32", "base-release-bf16"}) {
+            CAPTURE(fixture);
+            CAPTURE(experts::format_name(format));
+            auto model = model::load_model(converted(fixture, format));
+            const auto& c = model.config;
+            cpu::ThreadPool pool(2);
+            const auto prompt = prompt_for(c, 17);
+            std::vector<Trace> runs;
+            for (cpu::Isa isa : cpu::isas()) {
+                if (!cpu::isa_supported(isa)) continue;
+                CAPTURE(std::string(cpu::isa_name(isa)));
+                cpu::set_isa(isa);
+                for (int mode : {0, 1, 2}) {  // host experts, resident, a tier of two slots
+                    CAPTURE(mode);
+                    vulkan::ChainOptions o;
+                    if (mode == 0) o.expert_layers = 0;
+                    if (mode == 2) o.expert_slots = 2, o.inline_uploads = true;
+                    auto chain = chain_or_skip(model, o);
+                    if (!chain) return;
+                    if (mode > 0 && !chain->device().float64) {
+                        MESSAGE("no shaderFloat64 on " << chain->device().name << ": the experts stay on the host");
+                        cpu::set_isa(was);
+                        return;
+                    }
+                    CHECK(chain->tier_layers() == (mode == 0 ? 0 : sparse_layers(c)));
+                    forward::Forward fw(model, pool, cache_for(model));
+                    fw.set_chain(std::move(chain));
+                    runs.push_back(greedy(fw, c, prompt, 12, 5));
+                    if (mode == 2) CHECK(fw.chain()->stats().device_pairs > 0);
+                    if (mode == 2) CHECK(fw.chain()->stats().host_pairs > 0);
+                    const Trace& first = runs.front();
+                    CHECK(runs.back().tokens == first.tokens);
+                    for (std::size_t i = 0; i < first.logits.size(); ++i)
+                        CHECK(std::memcmp(runs.back().logits[i].data(), first.logits[i].data(),
+                                          first.logits[i].size() * sizeof(float)) == 0);
+                }
+            }
+        }
+    }
+    cpu::set_isa(was);
 }
 
 TEST_CASE("vulkan int experts: the same budget holds 2.5x (int8) and 4.5x (int4) the f32 model's experts") {
