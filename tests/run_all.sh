@@ -123,6 +123,9 @@ fi
 export INKLING_TOKENIZER_JSON="$build/o200k-inkling/tokenizer.json"
 
 run_unit
+# Text that stands on its own: no pointer outside the repository, no work session cited by
+# number, every relative Markdown link and #anchor reaching its target (about a second).
+run_suite docs python3 "$root/tests/docs/docs_test.py" "$root"
 # docs/configuration.md against the four binaries' declarations and their --help.
 run_suite options-doc python3 "$root/tests/options_doc/options_doc_test.py" "$build"
 run_suite tokenizer-parity "$root/tests/engine/tokenizer_parity.sh" "$build"
