@@ -1,7 +1,7 @@
 // The Anthropic Messages API's shapes that are not the answer itself: errors and SSE framing.
 // Errors: {"type":"error","error":{"type":…,"message":…}} with Anthropic's statuses and
-// types (shared/specs/agent-apis.md §1.6); a server that cannot take the request now (queue
-// full or timed out, engine busy) is 529 overloaded_error, as Anthropic's own overload,
+// types (Anthropic's API reference, "Errors"); a server that cannot take the request now
+// (queue full or timed out, engine busy) is 529 overloaded_error, as Anthropic's own overload,
 // while 429 rate_limit_error stays a limit on one client (too many connections); a deadline
 // the engine missed is 504 timeout_error. Mid-stream, the same object as an `error` event.
 #pragma once

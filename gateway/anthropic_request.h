@@ -23,11 +23,11 @@ GenerationRequest parse_messages_request(const nlohmann::json& body, const Gatew
 GenerationRequest parse_count_tokens_request(const nlohmann::json& body, const GatewayLimits& limits);
 
 // `thinking: {type: "enabled", budget_tokens: N}` as Inkling's thinking effort (TMLv0's
-// "Thinking effort level", shared/specs/inkling-tokens-and-mtp.md §A.7): the budget is a
+// "Thinking effort level", docs/model.md "Thinking effort"): the budget is a
 // hint, not a cap (max_tokens bounds thinking and answer together, as in Anthropic's API).
 //   N < 4000: low (0.2); < 16000: medium (0.7); < 32000: high (0.9); else max (0.99).
 double effort_for_budget(std::uint64_t budget_tokens);
-// `thinking: {type: "adaptive"}`: the model's own default, high (0.9, §A.7).
+// `thinking: {type: "adaptive"}`: the model's own default, high (0.9, docs/model.md).
 inline constexpr double kAdaptiveEffort = 0.9;
 
 }  // namespace inkling::gateway

@@ -7,7 +7,7 @@ namespace {
 
 using nlohmann::json;
 
-// One token's entry of `logprobs.content` (shared/specs/agent-apis.md §4.1).
+// One token's entry of `logprobs.content` (OpenAI's Chat Completions reference; docs/gateway.md).
 json logprob_entry(const TokenLogprob& t) {
     json top = json::array();
     for (const auto& a : t.top)
@@ -48,7 +48,8 @@ public:
     }
 
     // A call's first delta names it (index, id, type, name, empty arguments); the later ones
-    // carry argument fragments only, as OpenAI streams them (agent-apis.md §2.3).
+    // carry argument fragments only, as OpenAI streams them (openai-node's ChatCompletionStream
+    // assembles them so).
     std::string stream_call_start(std::size_t index, std::string_view name) override {
         json call = {{"index", index},
                      {"id", call_id(index)},

@@ -9,8 +9,8 @@ namespace {
 
 using nlohmann::json;
 
-// The legacy shape (agent-apis.md §4.2): parallel arrays, and per position a map of up to
-// logprobs + 1 entries, the alternatives and the chosen token.
+// The legacy shape (OpenAI's Completions reference): parallel arrays, and per position a
+// map of up to logprobs + 1 entries, the alternatives and the chosen token.
 json logprobs_object(const std::vector<TokenLogprob>& tokens) {
     json text = json::array(), values = json::array(), top = json::array(), offsets = json::array();
     for (const auto& t : tokens) {

@@ -1,8 +1,8 @@
-// POST /v1/messages and /v1/messages/count_tokens: the Anthropic Messages API
-// (shared/specs/agent-apis.md §1). The answer is a Message whose content blocks follow the
-// model's output in order: a `thinking` block for each run of reasoning, a `text` block for
-// each run of answer, a `tool_use` block for each call. Streaming, the same blocks as
-// Anthropic's named SSE events:
+// POST /v1/messages and /v1/messages/count_tokens: the Anthropic Messages API as the
+// official @anthropic-ai/sdk parses it (docs/gateway.md). The answer is a Message whose
+// content blocks follow the model's output in order: a `thinking` block for each run of
+// reasoning, a `text` block for each run of answer, a `tool_use` block for each call.
+// Streaming, the same blocks as Anthropic's named SSE events:
 //
 //   message_start (content [], stop_reason null, usage.input_tokens), ping,
 //   per block i = 0, 1, …: content_block_start, content_block_delta… (text_delta /

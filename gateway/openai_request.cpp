@@ -323,7 +323,7 @@ GenerationRequest parse_chat_request(const json& body, const GatewayLimits& limi
         } else {
             throw bad_request(p + ".content must be a string, an array of parts or null", p + ".content");
         }
-        append_openai_tool_calls(m, p, msg, call_names);  // after its text (§A.9)
+        append_openai_tool_calls(m, p, msg, call_names);  // after its text (docs/model.md, "Tools")
         chat.push_back(std::move(msg));
         // The conversation's identity for slot affinity: its system messages and first user turn.
         if (!have_affinity && chat.back().role == tml::Role::User) {
@@ -360,8 +360,8 @@ GenerationRequest parse_completion_request(const json& body, const GatewayLimits
         r.logprobs = static_cast<std::uint32_t>(lp->get<long long>());
     }
     if (field(body, "suffix")) throw bad_request("'suffix' is not supported", "suffix");
-    // OpenAI's legacy completions API has no response_format (agent-apis.md §3): refused, not
-    // ignored — a client asking for JSON must not get free text.
+    // OpenAI's legacy completions API has no response_format: refused, not ignored — a
+    // client asking for JSON must not get free text.
     if (field(body, "response_format"))
         throw bad_request("'response_format' is not a field of /v1/completions (OpenAI's completions API has none); "
                           "use /v1/chat/completions for JSON output",

@@ -1,4 +1,4 @@
-// OpenAI chat's tool fields → ToolUse and TMLv0 parts (shared/specs/agent-apis.md §2):
+// OpenAI chat's tool fields (its function-calling guide) → ToolUse and TMLv0 parts:
 // `tools`, `tool_choice`, `parallel_tool_calls`, and the history's assistant `tool_calls`
 // and tool results. Every problem is a 400 naming the field; the deprecated `functions` and
 // `function_call` are refused rather than ignored.
@@ -25,8 +25,8 @@ bool valid_function_name(const std::string& name);
 void append_openai_tool_calls(const nlohmann::json& message, const std::string& path, protocol::tml::Message& out,
                               std::map<std::string, std::string>& names);
 
-// A tool result's author (§A.8): its `name`, else the function its `tool_call_id` called,
-// else "".
+// A tool result's author (docs/model.md, "Tools"): its `name`, else the function its
+// `tool_call_id` called, else "".
 std::string openai_tool_result_name(const nlohmann::json& message, const std::string& path,
                                     const std::map<std::string, std::string>& names);
 

@@ -1,4 +1,4 @@
-// OpenAI's `response_format` on /v1/chat/completions (shared/specs/agent-apis.md §3.1), held
+// OpenAI's `response_format` on /v1/chat/completions (its Structured Outputs guide), held
 // by the engine's constrained decoding (PROTOCOL.md §12.3), never left to the model:
 //
 //   {"type":"text"}                                    no constraint (also when absent or null)

@@ -1,5 +1,5 @@
 // The model's TMLv0 output → text in its channels and tool calls, as the bytes stream in.
-// What an Inkling model emits (shared/specs/inkling-tokens-and-mtp.md §A.8–A.9):
+// What an Inkling model emits (docs/model.md, "What the model writes"):
 //
 //   <|content_thinking|>…<|content_text|>…<|end_message|>        reasoning, then the answer
 //   <|message_model|>get_weather<|content_invoke_tool_json|>{"name":"get_weather","args":{…}}<|end_message|>
@@ -19,7 +19,7 @@
 // to the same text however the bytes were split. Text and fragments are valid UTF-8 (bytes
 // that cannot be are U+FFFD) and released as soon as they can no longer be part of a
 // marker: the parser is streaming, at most one marker's bytes (or, with calls, a name's 64)
-// are held. Markers are recognised in the text, as the tokenizer does (§A.4): a marker
+// are held. Markers are recognised in the text, as the tokenizer does (docs/model.md): a marker
 // string always is one token, so text never spells one.
 #pragma once
 

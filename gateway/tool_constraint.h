@@ -1,5 +1,5 @@
 // A forced tool choice as the engine's constraint (PROTOCOL.md §12.3, SUBMIT grammar=N): the
-// output can only be calls in Inkling's format (shared/specs/inkling-tokens-and-mtp.md §A.8)
+// output can only be calls in Inkling's format (docs/model.md, "Tools")
 // whose arguments match the function's JSON Schema, compact and with sorted keys as the model
 // was trained, each call
 //

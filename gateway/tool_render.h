@@ -1,4 +1,4 @@
-// Tools in TMLv0's canonical JSON (shared/specs/inkling-tokens-and-mtp.md §A.8), for the
+// Tools in TMLv0's canonical JSON (docs/model.md, "Tools"), for the
 // renderer (protocol/tml_render.h), which takes them as text: the declaration array and a
 // call's envelope. Any API dialect's tools map onto these (OpenAI `function`, Anthropic
 // `input_schema`).

@@ -47,8 +47,9 @@ struct Part {
     static Part text_part(std::string t) { return {Kind::Text, std::move(t), 0, {}}; }
     static Part thinking(std::string t) { return {Kind::Thinking, std::move(t), 0, {}}; }
     static Part audio(std::size_t frames) { return {Kind::Audio, {}, frames, {}}; }
-    // An assistant's call (§A.8): `envelope` is {"name":<json string>,"args":<canonical
-    // object>} exactly as it is to be rendered (tool_call_envelope builds it).
+    // An assistant's call (docs/model.md, "Tools"): `envelope` is {"name":<json string>,
+    // "args":<canonical object>} exactly as it is to be rendered (tool_call_envelope builds
+    // it).
     static Part tool_call(std::string function, std::string envelope) {
         return {Kind::ToolCall, std::move(envelope), 0, std::move(function)};
     }
@@ -64,16 +65,17 @@ struct RenderOptions {
     double effort = 0.0;               // "Thinking effort level: X"; 0 forces content mode
     bool add_generation_prompt = true; // end with <|message_model|>; false leaves a final
                                        // assistant message open for continuation
-    // The tool declarations as one canonical JSON array (§A.8: each spec with exactly the
-    // keys description, name, parameters, type; keys sorted, no spaces), rendered as the
-    // first message: <|message_system|>tool_declare<|content_xml|>[…]<|end_message|>.
+    // The tool declarations as one canonical JSON array (docs/model.md, "Tools": each spec
+    // with exactly the keys description, name, parameters, type; keys sorted, no spaces),
+    // rendered as the first message:
+    // <|message_system|>tool_declare<|content_xml|>[…]<|end_message|>.
     // Empty: no tools. With tools the generation prompt stays a bare <|message_model|>
     // even at effort 0, so the model may open a call instead of text.
     std::string tools = {};
 };
 
-// The named thinking-effort levels (/work/shared/specs/inkling-tokens-and-mtp.md §A.7): the
-// one table behind `inkling run --effort`, coli's --effort and the gateway's reasoning_effort.
+// The named thinking-effort levels (docs/model.md, "Thinking effort"): the one table
+// behind `inkling run --effort`, coli's --effort and the gateway's reasoning_effort.
 // `xhigh` is the OpenAI API's spelling of `max` (vLLM accepts both).
 struct EffortLevel {
     std::string_view name;

@@ -137,6 +137,9 @@ for isa in "${lower_isas[@]}"; do
     run_unit "unit-tests-isa-$isa" env INKLING_TEST_ISA="$isa" "$build/unit-tests" \
         -tc='vulkan*,backend-ops*,*every ISA*'
 done
+# Text that stands on its own: no pointer outside the repository, no work session cited by
+# number, every relative Markdown link and #anchor reaching its target (about a second).
+run_suite docs python3 "$root/tests/docs/docs_test.py" "$root"
 # docs/configuration.md against the four binaries' declarations and their --help.
 run_suite options-doc python3 "$root/tests/options_doc/options_doc_test.py" "$build"
 run_suite tokenizer-parity "$root/tests/engine/tokenizer_parity.sh" "$build"

@@ -134,14 +134,14 @@ std::string cpu_model() {
 // ggml's figures beside ours, for orientation only: another day, and where our ISA is not
 // AVX-512 another CPU. n = 1 as a ratio to the read loop of the same minutes, the rest in
 // GFLOP/s; "" where the source has no figure. Two sources, picked by the ISA we run:
-//  - AVX-512: shared/specs/cpu-baselines.md ("measured again 2026-12-01, side by side"),
-//    2-vCPU AMD Zen 4, llama.cpp's defaults (llamafile sgemm, q4_0 repacked), read loop
-//    32-33 GB/s;
+//  - AVX-512: measured 2026-12-01 on a 2-vCPU AMD Zen 4 of the same VM kind, in the same
+//    minutes as our kernels: ggml d99724f2 with llama.cpp's defaults (llamafile sgemm, q4_0
+//    repacked), `test-backend-ops perf -o MUL_MAT` at 4096 x 14336; read loop 32-33 GB/s;
 //  - AVX2: measured here 2026-12-03 on a 2-vCPU AMD Zen 3 (EPYC, family 25 model 1, no
 //    AVX-512) of the same VM kind: ggml d99724f2 built with GGML_NATIVE and GGML_LLAMAFILE
 //    on, `test-backend-ops perf -o MUL_MAT` at its 4096 x 14336 shape (n = 64 added),
-//    q4_0 not repacked (that harness has no repack buffer); read loop 26.6-27.3 GB/s
-//    (docs/performance.md, "AVX2 tiles on Zen 3").
+//    q4_0 not repacked (that harness has no repack buffer); read loop 26.6-27.3 GB/s.
+// Both are in docs/performance.md, "ggml for orientation".
 struct Ggml {
     const char* n1_ratio;
     const char* n64;
@@ -154,7 +154,7 @@ struct GgmlSource {
 };
 
 const GgmlSource& ggml_source(cpu::Isa isa) {
-    static const GgmlSource zen4{"shared/specs/cpu-baselines.md, 2026-12-01 (AMD Zen 4, AVX-512, 2 threads, llama.cpp defaults)",
+    static const GgmlSource zen4{"docs/performance.md, 2026-12-01 (AMD Zen 4, AVX-512, 2 threads, llama.cpp defaults)",
                                  {"0.60-0.72", "128", "132-142"},
                                  {"0.48-0.53", "151", ""},
                                  {"0.43-0.45", "209", "139"}};

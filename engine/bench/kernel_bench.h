@@ -1,10 +1,10 @@
 // `inkling bench --kernels`: the matmul kernels on synthetic [14336 × 4096] weights, the
-// shape of shared/specs/cpu-baselines.md (or another, `--kernel-shape`) — bf16 (exact
+// shape of ggml's benchmark (or another, `--kernel-shape`) — bf16 (exact
 // activations, bf16 activations through FMA, and through vdpbf16ps where the CPU has it),
 // int8, int4 (groups of 32) — at one activation row (decode: GB/s of weights streamed over
 // enough distinct matrices to miss the caches, and its ratio to the read bandwidth measured
 // in the same run, before and after) and at 64 and 512 rows (prefill: GFLOP/s), with ggml's
-// figures from cpu-baselines.md printed beside them for orientation.
+// figures (docs/performance.md, "ggml for orientation") printed beside them.
 #pragma once
 
 #include <cstddef>
@@ -20,7 +20,7 @@ namespace inkling::bench {
 // A weight matrix's shape: output rows × columns.
 struct KernelShape {
     // The default: 4096 × 14336 weights as 14336 output rows of 4096 columns (an up
-    // projection of a 4096-wide model), the shape of ggml's figures in cpu-baselines.md.
+    // projection of a 4096-wide model), the shape of ggml's figures in docs/performance.md.
     // options.cpp's --kernel-shape default spells the same.
     std::int64_t rows = 14336, cols = 4096;
     bool operator==(const KernelShape&) const = default;

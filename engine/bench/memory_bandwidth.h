@@ -13,7 +13,10 @@ namespace inkling::bench {
 // threads as `pool` has, each pinned to one of the process's CPUs and summing its slice
 // with eight independent AVX-512 loads in flight (AVX2 or scalar where the CPU lacks it),
 // `repeats` times; returns the median GB/s (1e9 bytes per second). This is the tuned read
-// loop the decode kernels are held to (shared/specs/cpu-baselines.md).
+// loop the decode kernels are held to: loops of 4-16 accumulators, with software prefetch or
+// without, pinned or not, read the same within 3 % (docs/performance.md). A yardstick that
+// reads low flatters every ratio taken against it; a pool-based AVX2 loop read 10-20 % below
+// this one.
 double measure_read_bandwidth(std::size_t bytes, int repeats, cpu::ThreadPool& pool);
 
 // The same read loop kept ready — buffer touched, `threads` pinned readers waiting — so a

@@ -26,14 +26,14 @@ constexpr std::int64_t kB = quant::kBlock;
 constexpr std::int64_t kPrefetch = 2048;
 // The AVX-512 VNNI decode streams (int8, and int4 in the x4 order: one weight row at a
 // time) prefetch into L2, not L1: L2 tracks more misses than L1's fill buffers, so more of
-// the stream is in flight. `inkling bench --kernels`, 2 threads, n = 1 against the read loop:
-// int8 T0 at 2 KB -> T1 at 4 KB, AMD Zen 4 0.61-0.71 -> 0.82-0.96, the Intel Xeon of the GPU
-// machine 0.70-0.73 -> 0.78-0.82 (at 16 threads within that machine's noise). Then T1 at 4 KB
-// -> 2 KB (session 14, Zen 4, binaries alternating): int8 in the read loop's fast minutes
-// (53-63 GB/s) 0.65-0.71 -> 0.89-0.93, in its slow ones (32-37) 0.85-0.93 -> 0.79-0.99; 1 KB
-// read like 2, 3 and 8 KB like 4. int4 (x4 kernel) T0 at 2 KB -> T1 at 2 KB: fast minutes
-// 0.72 -> 0.80-0.84, slow 0.92-0.94 -> 0.89-1.01. The int4 pair kernels (several activation
-// rows) moved within the noise at every distance and keep T0 at kPrefetch.
+// the stream is in flight. `inkling bench --kernels`, 2 threads, n = 1 against the read loop,
+// binaries alternating: int8 T0 at 2 KB against T1 at 4 KB, AMD Zen 4 0.61-0.71 against
+// 0.82-0.96, the Intel Xeon of the GPU machine 0.70-0.73 against 0.78-0.82 (at 16 threads
+// within that machine's noise); T1 at 2 KB against 4 KB on Zen 4, int8 in the read loop's fast
+// minutes (53-63 GB/s) 0.89-0.93 against 0.65-0.71, in its slow ones (32-37) 0.79-0.99 against
+// 0.85-0.93; 1 KB reads like 2, 3 and 8 KB like 4. int4 (x4 kernel) T1 at 2 KB against T0 at
+// 2 KB: fast minutes 0.80-0.84 against 0.72, slow 0.89-1.01 against 0.92-0.94. The int4 pair
+// kernels (several activation rows) read alike at every distance and keep T0 at kPrefetch.
 constexpr std::int64_t kPrefetchVnni = 2048;
 
 
@@ -340,9 +340,10 @@ struct Q4Vnni {
     static constexpr bool kRowScale = false;
     // Three operations a pair: each block's 16 bytes into two 128-bit lanes (one qword
     // permute), the second of each shifted down a nibble, then (z & 0x0f) ^ 8 in one
-    // ternary-logic op (0x6a = (A & B) ^ C). Five before (xor, shift, insert, lane shuffle,
-    // and): at n = 1 int4 is compute-bound on Zen 4, 18-21 GB/s a core (docs/performance.md,
-    // session 13).
+    // ternary-logic op (0x6a = (A & B) ^ C). Measured while this expansion fed the one-row
+    // kernel, which it bounded on Zen 4 (`inkling bench --kernels --threads 1`, binaries
+    // alternating): the obvious five operations (xor, shift, insert, lane shuffle, and) read
+    // 14.3-19.4 GB/s a core, these three 17.5-24.1.
     INKLING_VNNI static __m512i expand(__m256i wb) {
         const __m512i lanes = _mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3);
         __m512i z = _mm512_permutexvar_epi64(lanes, _mm512_castsi256_si512(wb));
@@ -896,9 +897,9 @@ constexpr std::int64_t kWeightBlockBytes = 256 << 10;
 constexpr std::int64_t kUnpackFromRows = 3;
 
 // From this many activation rows on, 16 weight rows go through lanes_vnni together: its tile
-// of gathered weights pays off over the rows. Measured first (2 threads, 14336 × 4096) with
-// the crossover at 12; since the multi-row kernels took four rows a load and int4 the x4
-// order (session 19, Zen 4, two runs each), lanes_vnni against them at 12 / 16 / 20 / 24 / 32
+// of gathered weights pays off over the rows. Against the multi-row kernels (four rows a
+// weight load, int4 in the x4 order; 2 threads, 14336 × 4096, Zen 4, two runs each, the
+// threshold moved in a scratch build), lanes_vnni at 12 / 16 / 20 / 24 / 32
 // / 48 rows: int8 87-94 / 134-154 / 167-188 / 213-215 / 220-246 / 259-298 GFLOP/s against
 // 197 / 196-248 / 202-240 / 206-227 / 203-216 / 208-264; int4 184-186 / 209-222 / 224-240 /
 // 241-250 / 264-281 / 278-384 against 289-294 / 303-309 / 285-361 / 212-362 / 213-364 /

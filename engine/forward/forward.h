@@ -1,7 +1,7 @@
 // The Inkling forward on the CPU: feeds a block of token ids (a whole prompt, a chunk of
 // one, or a single decode token) through every layer, advancing a session's state, and
-// returns logits over the unpadded vocabulary. The math follows
-// shared/specs/inkling-reference-notes.md (transformers' semantics). The layer sequence is
+// returns logits over the unpadded vocabulary. The math is docs/model.md's (transformers'
+// semantics). The layer sequence is
 // written once (run_layers) over the backend interface of backend.h: the CPU backend, and
 // the Vulkan chain for the layers it takes.
 //

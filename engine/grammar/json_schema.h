@@ -1,5 +1,6 @@
-// JSON Schema → grammar: the subset OpenAI documents for strict structured outputs
-// (shared/specs/agent-apis.md §3.3), enforced exactly, and an error naming anything else.
+// JSON Schema → grammar: the subset OpenAI documents for strict structured outputs (its
+// Structured Outputs guide, "Supported schemas"; docs/engine.md lists ours), enforced
+// exactly, and an error naming anything else.
 //
 //   Nfa n;  std::vector<Frag> rules(1);
 //   SchemaCompiler c(n, rules, schema, {Whitespace::Flexible, KeyOrder::Declared});

@@ -1,7 +1,7 @@
 // The model geometry as the engine understands it, read from config.json in either
 // form: as released (text fields nested under `text_config`, `eos_token_id`,
 // `audio_token_id` and `audio_config` at the root) or as transformers' save_pretrained
-// writes it (flat). Key precedence follows the reference notes (transformers wins).
+// writes it (flat). Key precedence is transformers' (docs/model.md, "Config").
 #pragma once
 
 #include <cstdint>

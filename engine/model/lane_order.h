@@ -8,9 +8,10 @@
 // word-transposed: the 4-byte word k of block j of a group sits at byte 64·k + 4·j of the
 // group. Then lane j of every vector of the group belongs to block j, and the `vpdpbusd` of a
 // group (eight int8; four int4, each twice: low and high nibbles) add up the 16 block sums in
-// block order with no reduction. Session 21 (Zen 4, int8, one core over weights in L2): 65-67
-// -> 77-78 GB/s; two threads from memory 0.73-0.96 -> 0.88-1.04 of the read loop
-// (docs/performance.md). The last blocks of a row that do not fill a group of 16 stay in
+// block order with no reduction. Zen 4, int8: one core over weights in L2 77-78 GB/s against
+// 65-67 in column order (a standalone harness); two threads from memory 0.88-1.04 of the read
+// loop against 0.73-0.96 (`inkling bench --kernels --lane-order auto|off`,
+// docs/performance.md). The last blocks of a row that do not fill a group of 16 stay in
 // column order. The values are unchanged: only their places move.
 #pragma once
 

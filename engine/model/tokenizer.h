@@ -1,5 +1,5 @@
 // The Inkling tokenizer: byte-level BPE read from a Hugging Face `tokenizer.json`
-// (../shared/specs/inkling-model.md §4.1, inkling-tokens-and-mtp.md Part A).
+// (docs/model.md, "Tokenizer").
 //
 //   auto tok = Tokenizer::load(dir / "tokenizer.json");
 //   std::vector<std::int32_t> ids = tok.encode("<|message_user|><|content_text|>hi");

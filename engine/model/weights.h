@@ -25,8 +25,9 @@ struct Ffn {  // down(silu(gate x) ⊙ up x)
     Matrix gate, up, down;
     // Release checkpoints store gate and up as one tensor of interleaved rows (g0, u0, g1,
     // u1, …): that tensor, or data == nullptr. A product over it reads the rows front to
-    // back, where the two strided views each read every other 2-row step (17 % slower at
-    // decode: docs/performance.md).
+    // back, where the two strided views each read every other 2-row step: 17 one-row experts
+    // streamed at 28.0 GB/s this way against 24.0 through the views (a standalone loop, 2
+    // threads of an Intel Xeon VM).
     Matrix gate_up{};
 };
 

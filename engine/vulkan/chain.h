@@ -1,5 +1,6 @@
 // The dense chain: the dense part of each layer as compute shaders on the Vulkan device,
-// the routed experts on the host (shared/seeds/000's design; docs/vulkan.md).
+// the routed experts on the host (the design of colibri's Vulkan chain, written anew;
+// docs/vulkan.md).
 //
 // The chain is a forward::Backend (engine/forward/backend.h): the forward's one layer
 // sequence drives it block by block, and it fuses the blocks into device frames.

@@ -1,6 +1,6 @@
 // The device expert tier: routed experts held in device memory, per MoE layer a bank of
 // slots (each one expert's gate, up and down, packed), next to the host's RAM cache and
-// disk (shared/seeds/000's design; docs/vulkan.md, "Routed experts on the device").
+// disk (docs/vulkan.md, "Routed experts on the device").
 //
 // Two ways a layer uses its bank:
 // - resident: every expert of the layer has a slot, so the router's top-k runs on the

@@ -117,7 +117,7 @@ private:
     std::vector<cd> twiddle_;
 };
 
-// The Slaney mel scale (§2.3), f64.
+// The Slaney mel scale (docs/audio.md), f64.
 constexpr double kMelLinearHz = 200.0 / 3.0;
 double mel_log_step() { return std::log(6.4) / 27.0; }
 
@@ -195,7 +195,7 @@ std::vector<std::uint8_t> dmel_encode(std::span<const float> x, const DmelOption
         const double v = x[t];
         sum_sq += v * v;
     }
-    // The boost (§2.4): power × s², which is the waveform scaled by s.
+    // The boost (docs/audio.md): power × s², which is the waveform scaled by s.
     const double rms = std::sqrt(sum_sq / static_cast<double>(x.size()));
     double scale2 = 1.0, scale = 1.0;
     if (options.rms_boost && rms > 0.0 && rms < kDmelRmsTarget) {

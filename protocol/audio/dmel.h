@@ -1,4 +1,4 @@
-// The DMel DSP: 16 kHz mono float → u8 levels [frames][80] (dmel-audio.md §2, §3), and
+// The DMel DSP: 16 kHz mono float → u8 levels [frames][80] (docs/audio.md), and
 // the whole path from WAV bytes that the gateway and coli share.
 //
 //   auto enc = audio::encode_wav_to_dmel(wav_bytes);       // throws audio::AudioError
@@ -53,7 +53,7 @@ inline constexpr int kDmelLevels = 16;             // byte values 0..15
 inline constexpr double kDmelRmsTarget = 0.01;
 
 struct DmelOptions {
-    // The quiet-clip RMS boost (§2.4). colibri has it (and claims tml-renderers does).
+    // The quiet-clip RMS boost (docs/audio.md). colibri has it (and claims tml-renderers does).
     // HF transformers, sglang, mlx-vlm, TRT-LLM and mlxcel do not. Default on.
     bool rms_boost = true;
 };

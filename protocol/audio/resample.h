@@ -1,4 +1,4 @@
-// Any sample rate → 16 kHz, through libsamplerate (dmel-audio.md §7).
+// Any sample rate → 16 kHz, through libsamplerate (docs/audio.md, "The DSP, exactly").
 //
 //   std::vector<float> x16 = audio::resample_to_16k(wav.mono, wav.format.sample_rate);
 //

@@ -10,8 +10,7 @@
 // their SubFormat GUID, never guessed from the bit width. Any channel count and any
 // nonzero rate are accepted. Integers scale by 1/2^(bits−1), so PCM16 is ÷ 32768. Floats
 // are taken as they are, except that a NaN or an infinity is rejected. Channels are
-// averaged in f32: a sequential sum over channels, then one division
-// (dmel-audio.md §1, §8).
+// averaged in f32: a sequential sum over channels, then one division (docs/audio.md).
 //
 // Strict means that anything ambiguous or damaged is an AudioError naming what is wrong:
 // not RIFF/WAVE, a chunk that runs past the end, no or two fmt/data chunks, an unknown

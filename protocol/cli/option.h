@@ -4,9 +4,9 @@
 // reads environment variables only through env.h; tools/options-doc renders them as
 // docs/configuration.md, which `make test` compares with the committed file.
 //
-// Why protocol/: it is the one library all four binaries link (DESIGN.md: what they
-// share has one implementation there, like audio/), and the doc tool needs the four
-// tables side by side without linking the engine or the gateway.
+// Why protocol/: it is the one library all four binaries link (what they share has one
+// implementation there, like audio/), and the doc tool needs the four tables side by side
+// without linking the engine or the gateway.
 //
 //   constexpr cli::Option kOptions[] = {
 //       {.name = "model", .value_name = "DIR", .doc = "model directory", .commands = "run, serve"},

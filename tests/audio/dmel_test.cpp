@@ -724,7 +724,8 @@ TEST_CASE("dmel: window and Slaney filterbank match the reference's f32 tables")
     REQUIRE(win.size() == 1600);
     CHECK(hex64(fnv1a64(fb.data(), fb.size_bytes())) == m.keys.at("filterbank_fnv64"));
     CHECK(hex64(fnv1a64(win.data(), win.size_bytes())) == m.keys.at("window_fnv64"));
-    // The spec's derived facts: rows sum to 0.0995..0.1012, 7..59 taps each.
+    // What the filterbank's definition gives (docs/audio.md): rows sum to 0.0995..0.1012,
+    // 7..59 taps each.
     for (std::size_t b = 0; b < 80; ++b) {
         double sum = 0;
         int taps = 0;

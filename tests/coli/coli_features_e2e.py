@@ -5,8 +5,8 @@ each against an oracle coli did not produce:
   - the default model (no --model): the committed models/inkling-demo, whose greedy answer
     is the reference's (tests/fixtures/demo, from tools/reference), in `run` and in `chat`
   - --system and --effort: the prompt coli sends (recorded on the engine's stdin by a `tee`
-    in front of the real engine, --engine) is the chat of specs/inkling-tokens-and-mtp.md
-    A.2/A.7 written out, and the answer is the engine's to those ids
+    in front of the real engine, --engine) is the TMLv0 chat (docs/model.md, "TMLv0
+    prompts") written out, and the answer is the engine's to those ids
   - coli run --audio F.wav: the DMel frames coli sends are the committed DMel of that WAV
     (made by the numpy reference DSP, tools/reference), and the answer is `inkling run`'s
     with those frames
@@ -61,8 +61,8 @@ def content_of(engine_text):
 
 
 def chat_prompt(user, system=None, effort="0", audio_frames=0):
-    """specs/inkling-tokens-and-mtp.md A.2/A.7: system messages, then the effort line, the user's
-    parts one block each, the model's turn (in content mode at effort 0)."""
+    """TMLv0 (docs/model.md): system messages, then the effort line, the user's parts one
+    block each, the model's turn (in content mode at effort 0)."""
     text = f"<|message_system|><|content_text|>{system}{END}" if system else ""
     text += f"<|message_system|><|content_text|>Thinking effort level: {effort}{END}"
     text += f"<|message_user|><|content_text|>{user}{END}"

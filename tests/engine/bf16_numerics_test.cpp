@@ -22,7 +22,7 @@ using namespace inkling;
 namespace {
 
 // Bounds for bf16 activations: the worst case measured over the fixtures and the demo model
-// (printed by the tests; docs/performance.md) with about 2× headroom. Measured 2026-12-01:
+// (printed by the tests; docs/engine.md, "Numerics") with about 2× headroom. Measured 2026-12-01:
 // fixtures max |Δlogit| 0.08–0.14, prompt perplexity ratio 0.993–1.014, prompt argmax
 // agreement 0.875–1, greedy equal for 32/32 tokens except mixed-release-bf16 (a near tie
 // flips token 3); demo model perplexity ratio 1.00009, greedy reply equal.

@@ -9,7 +9,7 @@ engine did not produce:
     (tools/train-tiny/bpe.py) on the trained demo model and of the npm tiktoken package on
     the o200k-based one; the chat turn of the trained model gives the reference's greedy
     reply (tests/fixtures/demo, from tools/reference)
-  - `run --effort`: the effort line of specs/inkling-tokens-and-mtp.md A.7 in the prompt
+  - `run --effort`: the effort line (docs/model.md, "Thinking effort") in the prompt
   - `run --audio`: the audio fixture's reference tokens and logits (tests/fixtures/golden);
     with --prompt, the placeholders of the rendered chat, one per frame
   - `--isa`: every ISA the CPU has (/proc/cpuinfo) gives the reference's tokens and logits
@@ -79,7 +79,7 @@ def tiktoken(texts):
     return [json.loads(line) for line in p.stdout.splitlines()]
 
 
-# The chat template of specs/inkling-tokens-and-mtp.md A.2/A.7, written out: the effort line
+# The TMLv0 chat (docs/model.md, "TMLv0 prompts"), written out: the effort line
 # as a system message before the first non-system one; at effort 0 the model's turn opens
 # in content mode.
 def chat_prompt(user, effort="0", audio_frames=0):

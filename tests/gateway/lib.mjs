@@ -157,8 +157,8 @@ export async function modelId(base, apiKey) {
     return r.json.data[0].id;
 }
 
-// TMLv0's canonical JSON (shared/specs/inkling-tokens-and-mtp.md §A.8): keys sorted at every
-// depth, no spaces — what the gateway renders tool declarations and call arguments as.
+// TMLv0's canonical JSON (docs/model.md, "Tools"): keys sorted at every depth, no
+// spaces — what the gateway renders tool declarations and call arguments as.
 export function canonicalJson(v) {
     if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
     if (v && typeof v === 'object') return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson(v[k])}`).join(',')}}`;

@@ -1,7 +1,8 @@
 // Tool calls and log-probs on the OpenAI dialects, through the generation driver and the real
 // formatters: the streamed tool_calls deltas assemble into the body's calls, log-probs cover
 // the answer's tokens exactly (streamed chunks concatenated = the body's list), and the chat
-// request's tool fields render the spec's bytes or are refused naming the field.
+// request's tool fields render TMLv0's bytes (docs/model.md, "Tools") or are refused naming
+// the field.
 #include <doctest/doctest.h>
 
 #include <map>
@@ -35,8 +36,8 @@ const Script kTwoCalls{{"<|content_text|>", "Let me", " check.", "<|end_message|
                         "<|end_message|>", "<|message_model|>", "get_", "time", "<|content_invoke_tool_json|>",
                         "{\"name\":\"get_time\",\"args\":{}}", "<|end_message|>"}};
 
-// tool_calls deltas put together as openai-node's ChatCompletionStream does (agent-apis.md
-// §2.3): keyed by index; id, type and name from the first delta; arguments appended.
+// tool_calls deltas put together as openai-node's ChatCompletionStream does: keyed by
+// index; id, type and name from the first delta; arguments appended.
 json assemble_calls(const Events& e) {
     std::map<int, json> calls;
     for (const auto& j : e.events) {

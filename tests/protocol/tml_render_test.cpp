@@ -115,8 +115,9 @@ TEST_CASE("an open final assistant message stays open even when its last part is
               .ends_with("<|message_model|><|content_text|>Hel"));
 }
 
-// §A.8/§A.10: the declaration block comes before everything, the caller's system messages
-// included, then the effort line; with tools the generation prompt stays bare at effort 0.
+// docs/model.md "Tools": the declaration block comes before everything, the caller's system
+// messages included, then the effort line; with tools the generation prompt stays bare at
+// effort 0.
 TEST_CASE("tools: tool_declare block first, then system, effort, user, a bare model turn") {
     const std::string decl = R"([{"description":"Read a file","name":"read_file","parameters":{"properties":{"path":{"type":"string"}},"type":"object"},"type":"function"}])";
     RenderOptions o;
@@ -133,7 +134,7 @@ TEST_CASE("tools: tool_declare block first, then system, effort, user, a bare mo
           "<|message_user|><|content_text|>hi<|end_message|><|message_model|>");
 }
 
-// The worked example of §A.10 (a Swift port's test): a call, end-sampling, then its result.
+// A worked example a third-party Swift port pins: a call, end-sampling, then its result.
 TEST_CASE("tools: an assistant call and its result render as the spec's history") {
     const std::string call = R"({"name":"read_file","args":{"path":"a.txt"}})";
     Message calls{Role::Assistant, {Part::tool_call("read_file", call)}, {}};
@@ -146,7 +147,8 @@ TEST_CASE("tools: an assistant call and its result render as the spec's history"
           "<|message_tool|>read_file<|content_text|>hello<|end_message|><|message_model|>");
 }
 
-// §A.9: reasoning, then text, then the calls (each its own message), one end-sampling.
+// docs/model.md "Tools": reasoning, then text, then the calls (each its own message), one
+// end-sampling.
 TEST_CASE("tools: reasoning, text and two calls in one assistant turn") {
     Message turn{Role::Assistant,
                  {Part::thinking("t"), Part::text_part("x"), Part::tool_call("f", R"({"name":"f","args":{}})"),

@@ -3,10 +3,9 @@
 
   model_sizes.py [--json]
 
-Parameter counts come from the released config values (shared/specs/inkling-reference-
-notes.md §11.1 for Inkling-Small, inkling-model.md §1 for both) and the tensor shapes of
-§10.1; bytes are parameters x the bytes each is stored in: bf16 checkpoints (F32 for the
-short convs and router bias, as released); `inkling convert` output with int4 experts (half
+Parameter counts come from the released config values and the tensor shapes (docs/model.md,
+"Config" and "Checkpoint layouts"); bytes are parameters x the bytes each is stored in:
+bf16 checkpoints (F32 for the short convs and router bias, as released); `inkling convert` output with int4 experts (half
 a byte a weight + an f32 scale per 32), int8 experts (a byte a weight + an f32 scale a row),
 the other matrices kept bf16, the router in F32 (docs/convert.md, docs/container.md). Only
 the text model and its audio tower are counted: the vision tower and the MTP layers in the

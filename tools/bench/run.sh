@@ -80,13 +80,13 @@ if [[ -f "$small/.stamp" ]]; then
         --prompt-tokens 512 --decode-tokens 16 >"$out/small.json"
     /usr/bin/python3 "$root/tools/bench/small.py" "$out/small.json" "$small" "$out/small-extrapolation.json"
 fi
-# The matmul kernels alone, at the shape of shared/specs/cpu-baselines.md ([14336 x 4096]):
-# bf16 (exact activations; bf16 activations through FMA and, where the CPU has it, through
-# vdpbf16ps), int8 and int4 weights at one activation row over 1 GiB of distinct matrices
-# (GB/s, and its ratio to the pinned AVX-512 read loop measured in the same run) and at 64
-# and 512 rows (GFLOP/s), ggml's figures from cpu-baselines.md printed beside them; and each
-# at one row on one core over weights held in its L2 (the kernel's own ceiling, against one
-# core's share of the read loop).
+# The matmul kernels alone, at ggml's benchmark shape ([14336 x 4096]): bf16 (exact
+# activations; bf16 activations through FMA and, where the CPU has it, through vdpbf16ps),
+# int8 and int4 weights at one activation row over 1 GiB of distinct matrices (GB/s, and its
+# ratio to the pinned AVX-512 read loop measured in the same run) and at 64 and 512 rows
+# (GFLOP/s), ggml's figures (docs/performance.md, "ggml for orientation") beside them; and
+# each at one row on one core over weights held in its L2 (the kernel's own ceiling, against
+# one core's share of the read loop).
 "$build/inkling" bench --kernels --kernel-mb 1024 >"$out/kernels.json"
 # The sampler alone on a 201,024-entry vocabulary (greedy, temperature, top-p, top-k): ms a
 # token, which every decoded token adds on the engine's thread.

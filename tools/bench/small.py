@@ -20,9 +20,9 @@ import json
 import os
 import sys
 
-# Inkling-Small's released config (shared/specs/inkling-reference-notes.md §11.1,
-# inkling-model.md §1): 42 layers, every 6th global (5, 11, …, 41), dense MLP on layers
-# 0-1 (dense_mlp_idx 2), 256 routed experts, top-6, 2 shared.
+# Inkling-Small's released config (docs/model.md, "Config"): 42 layers, every 6th global
+# (5, 11, …, 41), dense MLP on layers 0-1 (dense_mlp_idx 2), 256 routed experts, top-6,
+# 2 shared.
 REAL = {"name": "Inkling-Small", "layers": 42, "dense_mlp_idx": 2, "experts": 256, "topk": 6, "shared": 2}
 
 

@@ -16,7 +16,7 @@ Scales are chosen so the model behaves like a trained one in the ways the tests 
 peaked attention (q/k norm weights ~2.5, relative bias of std ~1.5), router logits of std
 ~1.5, logits of std ~3, every sub-block contributing O(1) to the residual stream.
 
-Layouts (specs/inkling-reference-notes.md §10):
+Layouts (docs/model.md, "Checkpoint layouts"):
   release  model.llm.* names, fused w13 tensors interleaved, nested config.json
            (text_config + root eos/audio keys), 2 shards + model.safetensors.index.json,
            unembed [unpadded_vocab, D], audio tensors inside the model
@@ -108,8 +108,8 @@ GEOMETRIES = {
                  doc="bench: D=1024, 12 layers (11 MoE), 64 experts top-4 + 1 shared, I=1024; "
                      "~2.2 GB of int8 experts once converted"),
     # the benchmark at Inkling-Small's real width (`make bench`, docs/performance.md): every
-    # per-layer shape of Inkling-Small's released config (shared/specs/inkling-reference-
-    # notes.md §11.1: D 4096, 32 heads, 8 kv heads, head dim 128 on both layer kinds,
+    # per-layer shape of Inkling-Small's released config (docs/model.md, "Config": D 4096,
+    # 32 heads, 8 kv heads, head dim 128 on both layer kinds,
     # window 512, d_rel 16, rel_extent 1024, n_floor 128000, dense width 16384, expert
     # width 2048, top-6 + 2 shared, route_scale 8, mup 16, vocab 201024/200058), but 6 of
     # its 42 layers (dense 0-1, MoE 2-5, layer 5 global as in the real schedule) and 128 of

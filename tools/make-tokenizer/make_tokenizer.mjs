@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Builds an Inkling tokenizer.json (Hugging Face `tokenizers` format) from the o200k_base
 // ranks that the npm `tiktoken` package ships, plus the 60 TMLv0 added tokens at ids
-// 199998..200057 (../shared/specs/inkling-tokens-and-mtp.md A.3; README.md here lists them).
+// 199998..200057 (README.md here lists them; docs/model.md, "Tokenizer").
 //
 //   node tools/make-tokenizer/make_tokenizer.mjs OUT.json [--merges]
 //

@@ -1,6 +1,6 @@
 """dmel_ref.py: the DMel audio DSP written in numpy. It is the oracle for protocol/audio/.
 
-Written from ../shared/specs/dmel-audio.md §1, §2 and §7. It takes 16 kHz mono float and
+Written from docs/audio.md ("The DSP, exactly"). It takes 16 kHz mono float and
 gives u8 levels [frames][80], one byte per (frame, band).
 
     /usr/bin/python3 tools/reference/dmel_ref.py IN.f32 OUT.dmel [--no-boost] [--info]
@@ -22,8 +22,9 @@ The precision choices below are the normative ones. The C++ port matches them bi
   nearest-centre rule with ties going low. It is evaluated as E >= U_j, where U_j is the
   smallest double above 10^(-6.7 + 0.6 j) (constants below, checked by --self-check). No
   log10 is taken, so the levels do not depend on any libm.
-`--emulate colibri` instead follows the f32 arithmetic the spec ascribes to colibri
-(f32 matmul, f32 log10, ceil(v - 0.5)). It is for comparisons only.
+`--emulate colibri` instead follows the f32 arithmetic of colibri's gateway
+(c/openai_server.py `dmel_encode`: f32 matmul, f32 log10, ceil(v - 0.5)). It is for
+comparisons only.
 """
 import argparse
 import ctypes
@@ -104,7 +105,7 @@ def mel_filterbank_f32():
 
 
 def boost_scale(x):
-    """s from §2.4: 0.01/rms when 0 < rms < 0.01, else 1. rms is taken in f64 over the clip."""
+    """The boost's s (docs/audio.md): 0.01/rms if 0 < rms < 0.01, else 1; rms in f64."""
     x64 = x.astype(np.float64)
     rms = math.sqrt(float(np.sum(x64 * x64)) / len(x))
     return rms, (RMS_TARGET / rms if 0.0 < rms < RMS_TARGET else 1.0)
@@ -150,7 +151,7 @@ def dmel(x, boost=True):
 
 
 def dmel_colibri_f32(x, boost=True):
-    """The f32 arithmetic the spec ascribes to colibri (comparison only, not normative)."""
+    """colibri's f32 arithmetic (c/openai_server.py `dmel_encode`; comparison only)."""
     x = np.asarray(x, dtype=np.float32)
     mag, _, _ = magnitudes(x, boost)
     e = mag @ mel_filterbank_f32().T
@@ -160,7 +161,7 @@ def dmel_colibri_f32(x, boost=True):
     return q.astype(np.uint8)
 
 
-# ---- WAV decoding and resampling (§1, §7) -------------------------------------------
+# ---- WAV decoding and resampling (docs/audio.md) -------------------------------------
 
 EXT_GUID_TAIL = bytes.fromhex("000010008000 00aa00389b71".replace(" ", ""))
 
@@ -278,7 +279,7 @@ def main(argv):
     ap.add_argument("input", nargs="?")
     ap.add_argument("output", nargs="?")
     ap.add_argument("--wav", action="store_true", help="input is a WAV file (any rate, any channels)")
-    ap.add_argument("--no-boost", action="store_true", help="skip the RMS boost for quiet clips (§2.4)")
+    ap.add_argument("--no-boost", action="store_true", help="skip the RMS boost for quiet clips (docs/audio.md)")
     ap.add_argument("--quality", choices=sorted(QUALITIES), default="best")
     ap.add_argument("--dump-16k", metavar="F32", help="also write the 16 kHz mono float32 input")
     ap.add_argument("--emulate", choices=["colibri"], help="f32 arithmetic as colibri (comparison only)")

@@ -1,12 +1,12 @@
 """Inkling config and weights, as the reference understands them.
 
-Config (specs/inkling-model.md §1, inkling-reference-notes.md §11): the released
-config.json nests the text model under `text_config` and keeps eos_token_id,
-audio_token_id and audio_config at the root; a save_pretrained config is flat.
+Config (docs/model.md, "Config"): the released config.json nests the text model under
+`text_config` and keeps eos_token_id, audio_token_id and audio_config at the root; a
+save_pretrained config is flat.
 
-Weights (reference notes §10): the release layout (`model.llm.*`, fused gate/up rows
-interleaved g0,u0,g1,u1,...) and the transformers layout (`model.layers.N.*`, gate rows
-then up rows). Both are mapped to one canonical set of float tensors, shape-checked
+Weights (docs/model.md, "Checkpoint layouts"): the release layout (`model.llm.*`, fused
+gate/up rows interleaved g0,u0,g1,u1,...) and the transformers layout (`model.layers.N.*`,
+gate rows then up rows). Both are mapped to one canonical set of float tensors, shape-checked
 against the config.
 """
 

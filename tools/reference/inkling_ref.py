@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Inkling reference forward (PyTorch, float32 or float64) — the oracle for engine tests.
 
-Written from ../shared/specs/inkling-reference-notes.md (transformers semantics) and
-inkling-model.md; audio rows from dmel-audio.md §4. Two independent formulations:
+Written from docs/model.md (transformers' semantics), audio frame rows included. Two
+independent formulations:
 
   Model.forward_full   the whole sequence at once: masked [S, S] attention, conv1d
   Session.feed         incremental: K/V cache (rings of W rows on sliding layers), the

@@ -1,11 +1,11 @@
 """Compare dmel_ref.py (numpy) with transformers' own Inkling DMel audio features.
 
-Needs a Python with transformers >= 5.17 (Inkling), torch and numpy; run it on the GPU
-machine (see ../shared/specs/device-notes.md). Everything runs on the CPU:
+Needs a Python with transformers >= 5.17 (Inkling), torch and numpy, which Debian 12 lacks
+(tools/reference/README.md says where it was run). Everything runs on the CPU:
 
   python3 tools/reference/validate_dmel_hf.py --out DIR [--clips tests/fixtures/audio]
 
-HF has no RMS boost (dmel-audio.md §2.4), so our side is dmel_ref.dmel(x, boost=False),
+HF has no RMS boost (docs/audio.md), so our side is dmel_ref.dmel(x, boost=False),
 the same as `dmel_ref.py IN OUT --no-boost`. Inputs: every raw 16 kHz `.f32` clip in
 --clips, the 16 kHz WAVs there (decoded by dmel_ref.decode_wav, no resampling), and a few
 signals made here (sine, noise, silence, very loud, very quiet, odd lengths).

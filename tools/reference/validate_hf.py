@@ -1,7 +1,8 @@
 """Compare inkling_ref.py with transformers' InklingForCausalLM (eager attention).
 
-Needs a Python with transformers >= 5.17 (Inkling) and torch; run on the GPU machine
-(see ../shared/specs/device-notes.md), CPU is enough:
+Needs a Python with transformers >= 5.17 (Inkling) and torch, which Debian 12 lacks: it was
+run where transformers 5.17.0 and torch 2.11 were installed (tools/reference/README.md), on the
+CPU:
 
   python3 tools/reference/validate_hf.py FIXTURE_DIR... [--json OUT.json]
 

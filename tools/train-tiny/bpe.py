@@ -9,7 +9,7 @@ pre-tokenizer regex, byte-level keys, `ignore_merges`, added tokens).
 
 Ids: 0..255 are the bytes (id = byte value), 256.. the merges in the order learned (the
 merge of rank r makes token 256 + r), then the added tokens at the top of the vocabulary:
-the named TMLv0 tokens of specs/inkling-tokens-and-mtp.md A.3 in their o200k order,
+the named TMLv0 tokens (tools/make-tokenizer/README.md lists them) in their o200k order,
 padded to ADDED_SLOTS with `<|unused_N|>` (N = the id).
 
 Training: the text between added tokens is split by the o200k regex; the pieces' byte
@@ -38,7 +38,7 @@ O200K_PATTERN = (
     r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
     r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 
-# Named TMLv0 added tokens in their o200k id order (spec A.3).
+# Named TMLv0 added tokens in their o200k id order (tools/make-tokenizer/README.md).
 NAMED_ADDED = [
     "<|unused|>", "<|endoftext|>", "<|message_user|>", "<|message_model|>", "<|message_system|>",
     "<|message_tool|>", "<|content_text|>", "<|content_image|>", "<|content_model_end_sampling|>",
