@@ -123,6 +123,9 @@ fi
 export INKLING_TOKENIZER_JSON="$build/o200k-inkling/tokenizer.json"
 
 run_unit
+# The include graph against the layers: each folder includes only those below it (platform/,
+# protocol/, grammar/, then engine/ beside gateway/; coli on protocol/ and platform/ only).
+run_suite layering python3 "$root/tests/layering/check_layers.py" "$root"
 # docs/configuration.md against the four binaries' declarations and their --help.
 run_suite options-doc python3 "$root/tests/options_doc/options_doc_test.py" "$build"
 run_suite tokenizer-parity "$root/tests/engine/tokenizer_parity.sh" "$build"
