@@ -13,7 +13,7 @@
 #include <boost/process/extend.hpp>
 
 #include "gateway/asio.h"
-#include "protocol/child_stdio.h"
+#include "platform/child_stdio.h"
 
 namespace inkling::gateway {
 
@@ -31,7 +31,7 @@ struct ProcessLink::Child {
         process = bp::child(bp::exe = argv[0], bp::args = args, bp::std_in < in, bp::std_out > out, bp::std_err > err,
                             bp::extend::on_exec_setup = [](auto&) {
                                 ::setpgid(0, 0);
-                                protocol::close_on_exec_beyond_stdio();
+                                platform::close_on_exec_beyond_stdio();
                             });
         pid = static_cast<long>(process.id());
     }

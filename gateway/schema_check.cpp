@@ -2,9 +2,9 @@
 
 #include <vector>
 
-#include "engine/grammar/error.h"
-#include "engine/grammar/json_schema.h"
 #include "gateway/api_error.h"
+#include "grammar/error.h"
+#include "grammar/json_schema.h"
 
 namespace inkling::gateway {
 

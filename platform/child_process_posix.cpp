@@ -8,7 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "protocol/child_stdio.h"
+#include "platform/child_stdio.h"
 
 namespace inkling::platform {
 
@@ -44,7 +44,7 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::stri
         dup2(from_child[1], STDOUT_FILENO);
         int err = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
         if (err >= 0) dup2(err, STDERR_FILENO);
-        protocol::close_on_exec_beyond_stdio();
+        close_on_exec_beyond_stdio();
         std::vector<char*> args;
         for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
         args.push_back(nullptr);

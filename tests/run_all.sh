@@ -140,6 +140,9 @@ done
 # Text that stands on its own: no pointer outside the repository, no work session cited by
 # number, every relative Markdown link and #anchor reaching its target (about a second).
 run_suite docs python3 "$root/tests/docs/docs_test.py" "$root"
+# The include graph against the layers: each folder includes only those below it (platform/,
+# protocol/, grammar/, then engine/ beside gateway/; coli on protocol/ and platform/ only).
+run_suite layering python3 "$root/tests/layering/check_layers.py" "$root"
 # docs/configuration.md against the four binaries' declarations and their --help.
 run_suite options-doc python3 "$root/tests/options_doc/options_doc_test.py" "$build"
 run_suite tokenizer-parity "$root/tests/engine/tokenizer_parity.sh" "$build"

@@ -10,10 +10,10 @@
 #include <thread>
 
 #include "engine/cpu/kernels.h"
-#include "engine/grammar/error.h"
-#include "engine/grammar/session.h"
+#include "engine/sampling/grammar_session.h"
 #include "engine/serve/residency.h"
 #include "engine/vulkan/chain_stats.h"
+#include "grammar/error.h"
 #include "protocol/fields.h"
 
 #include "platform/memory.h"
@@ -89,7 +89,7 @@ struct Scheduler::Active {
     std::uint64_t last_prefill_round = 0;
     std::uint64_t cache_hits0 = 0, cache_misses0 = 0;  // the expert cache's counters at ACCEPT
     sampling::Sampler sampler;
-    std::unique_ptr<grammar::Session> constraint;  // grammar=N: masks every sampled token
+    std::unique_ptr<sampling::GrammarSession> constraint;  // grammar=N: masks every sampled token
     Clock::time_point accepted_at, first_token_at, prefill_done_at;
 
     Active(const protocol::Submit& r, const sampling::Params& p) : request(r), sampler(p) {}
@@ -205,7 +205,7 @@ void Scheduler::admit(const protocol::Submit& r, FrameSink& out, bool& admitted)
     }
     // grammar=N (PROTOCOL.md §12.3): compiled (or found compiled) before ACCEPT, so a
     // schema the compiler refuses is a BAD_REQUEST naming the construct.
-    std::shared_ptr<grammar::Compiled> constraint;
+    std::shared_ptr<sampling::CompiledGrammar> constraint;
     if (!r.grammar.empty()) {
         if (!tokenizer_)
             return error(ErrorCode::NotSupported, "grammar: constrained decoding needs the model's tokenizer.json");
@@ -235,7 +235,7 @@ void Scheduler::admit(const protocol::Submit& r, FrameSink& out, bool& admitted)
     a->cursor = {std::span(reinterpret_cast<const std::uint8_t*>(a->audio.data()), a->audio.size()), 0};
     a->budget = std::min<std::int64_t>(static_cast<std::int64_t>(r.max_tokens), options_.context - P);
     a->history = a->prompt;
-    if (constraint) a->constraint = std::make_unique<grammar::Session>(std::move(constraint));
+    if (constraint) a->constraint = std::make_unique<sampling::GrammarSession>(std::move(constraint));
     a->accepted_at = Clock::now();
     if (const auto* cache = forward_.expert_cache()) {
         const auto k = cache->counters();
@@ -548,10 +548,10 @@ nlohmann::json Scheduler::phases_ms() const {
             {"convs_norms", p.convs_norms * 1e3}, {"lm_head", p.head * 1e3}};
 }
 
-grammar::Library& Scheduler::grammars() {
+sampling::GrammarLibrary& Scheduler::grammars() {
     if (!grammars_)
-        grammars_ = std::make_unique<grammar::Library>(*tokenizer_, static_cast<std::size_t>(model_.config.unpadded_vocab),
-                                                       model_.config.eos);
+        grammars_ = std::make_unique<sampling::GrammarLibrary>(
+            *tokenizer_, static_cast<std::size_t>(model_.config.unpadded_vocab), model_.config.eos);
     return *grammars_;
 }
 

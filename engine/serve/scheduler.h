@@ -25,8 +25,8 @@
 #include "engine/serve/pin_pool.h"
 #include "protocol/frames.h"
 
-namespace inkling::grammar {
-class Library;
+namespace inkling::sampling {
+class GrammarLibrary;
 }
 
 namespace inkling::serve {
@@ -95,7 +95,7 @@ private:
     void erase(const std::string& id);
     nlohmann::json phases_ms() const;
     nlohmann::json expert_cache_stats() const;
-    grammar::Library& grammars();
+    sampling::GrammarLibrary& grammars();
 
     const model::Model& model_;
     const model::Tokenizer* tokenizer_;
@@ -103,7 +103,7 @@ private:
     forward::Forward forward_;
     std::vector<forward::SessionState> slots_;
     PinPool pins_;
-    std::unique_ptr<grammar::Library> grammars_;  // compiled SUBMIT grammars (made at the first)
+    std::unique_ptr<sampling::GrammarLibrary> grammars_;  // compiled SUBMIT grammars (made at the first)
     std::map<int, std::unique_ptr<Active>> active_;  // by slot
     std::uint64_t rounds_ = 0;
     // Totals for STATS.

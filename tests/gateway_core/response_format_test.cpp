@@ -8,10 +8,10 @@
 #include <map>
 #include <variant>
 
-#include "engine/grammar/constraint.h"
-#include "engine/grammar/matcher.h"
 #include "gateway/api_error.h"
 #include "gateway/openai_request.h"
+#include "grammar/constraint.h"
+#include "grammar/matcher.h"
 
 using namespace inkling::gateway;
 using nlohmann::json;

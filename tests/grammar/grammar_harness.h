@@ -7,9 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/grammar/constraint.h"
-#include "engine/grammar/matcher.h"
-#include "engine/grammar/vocab.h"
+#include "engine/sampling/grammar_session.h"
+#include "grammar/constraint.h"
+#include "grammar/matcher.h"
+#include "grammar/vocab.h"
 #include "tests/support/inkling_tokenizer.h"
 
 namespace grammar_test {
@@ -17,7 +18,8 @@ namespace grammar_test {
 constexpr std::int32_t kEos = 200006;  // <|content_model_end_sampling|>
 
 inline std::shared_ptr<const inkling::grammar::Vocab> vocab() {
-    static auto v = inkling::grammar::Vocab::build(test_support::inkling_tokenizer(), test_support::inkling_tokenizer().vocab_size(), kEos);
+    static auto v = inkling::sampling::grammar_vocab(test_support::inkling_tokenizer(),
+                                                     test_support::inkling_tokenizer().vocab_size(), kEos);
     return v;
 }
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/grammar/error.h"
+#include "grammar/error.h"
 #include "tests/grammar/grammar_harness.h"
 
 using grammar_test::compile_text;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/grammar/mask.h"
+#include "grammar/mask.h"
 #include "tests/grammar/grammar_harness.h"
 
 using namespace inkling::grammar;

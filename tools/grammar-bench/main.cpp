@@ -13,9 +13,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/grammar/constraint.h"
-#include "engine/grammar/mask.h"
 #include "engine/model/tokenizer.h"
+#include "engine/sampling/grammar_session.h"
+#include "grammar/constraint.h"
+#include "grammar/mask.h"
 
 using namespace inkling;
 using Clock = std::chrono::steady_clock;
@@ -86,7 +87,7 @@ int main(int argc, char** argv) {
     const auto tok = model::Tokenizer::load(argv[1]);
     const std::int32_t eos = tok.find("<|content_model_end_sampling|>").value_or(-1);
     auto t0 = Clock::now();
-    auto vocab = grammar::Vocab::build(tok, tok.vocab_size(), eos);
+    auto vocab = sampling::grammar_vocab(tok, tok.vocab_size(), eos);
     const double vocab_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     nlohmann::json report = {{"vocab", tok.vocab_size()}, {"vocab_build_ms", vocab_ms}, {"budget_ms", 1.0}, {"schemas", nlohmann::json::array()}};
     for (const Case& c : cases()) {

@@ -32,8 +32,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/grammar/json_lexemes.h"
-#include "engine/grammar/nfa.h"
+#include "grammar/json_lexemes.h"
+#include "grammar/nfa.h"
 
 namespace inkling::grammar {
 

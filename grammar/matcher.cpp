@@ -1,4 +1,4 @@
-#include "engine/grammar/matcher.h"
+#include "grammar/matcher.h"
 
 #include <algorithm>
 

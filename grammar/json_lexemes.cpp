@@ -1,4 +1,4 @@
-#include "engine/grammar/json_lexemes.h"
+#include "grammar/json_lexemes.h"
 
 namespace inkling::grammar {
 

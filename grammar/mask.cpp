@@ -1,4 +1,4 @@
-#include "engine/grammar/mask.h"
+#include "grammar/mask.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "engine/grammar/string_formats.h"
+#include "grammar/string_formats.h"
 
 namespace inkling::grammar {
 namespace {

@@ -10,14 +10,18 @@
 //
 // Added (special) tokens are not bytes: they are allowed only where the grammar has an
 // edge for their id, and EOS only where it may end.
+//
+// The vocabulary comes in as a list of tokens, not as a tokenizer, so that this library
+// needs no model code: the engine lists its tokenizer's entries
+// (engine/sampling/grammar_session.h, grammar_vocab).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
-
-#include "engine/model/tokenizer.h"
 
 namespace inkling::grammar {
 
@@ -41,11 +45,20 @@ struct Trie {
     static Trie build(std::vector<std::pair<std::string, std::int32_t>> tokens);
 };
 
+// One entry of a tokenizer: its id, its bytes, and whether it is an added (special) token,
+// whose bytes are its text ("<|end_message|>").
+struct VocabToken {
+    std::int32_t id;
+    std::string_view bytes;
+    bool added;
+};
+
 class Vocab {
 public:
-    // `size`: the logit width the mask covers (the model's unpadded vocabulary); ids the
-    // tokenizer lacks stay masked. `eos`: the end-of-turn token.
-    static std::shared_ptr<const Vocab> build(const model::Tokenizer& tokenizer, std::size_t size, std::int32_t eos);
+    // `tokens`: every token the tokenizer has, in id order, each id in [0, size) (throws
+    // std::invalid_argument for one outside). `size`: the logit width the mask covers (the
+    // model's unpadded vocabulary); ids not listed stay masked. `eos`: the end-of-turn token.
+    static std::shared_ptr<const Vocab> build(std::span<const VocabToken> tokens, std::size_t size, std::int32_t eos);
 
     std::size_t size() const { return size_; }
     std::size_t words() const { return (size_ + 63) / 64; }
@@ -70,9 +83,9 @@ private:
 };
 
 // Whole UTF-8 characters, none of them '"', '\' or below U+0020.
-bool json_string_safe(const std::string& bytes);
+bool json_string_safe(std::string_view bytes);
 // Only ASCII letters and digits (whatever the C locale says).
 inline bool ascii_alnum(int b) { return (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z'); }
-bool ascii_word(const std::string& bytes);
+bool ascii_word(std::string_view bytes);
 
 }  // namespace inkling::grammar

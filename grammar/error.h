@@ -1,4 +1,4 @@
-// The one exception of engine/grammar: a grammar or schema it cannot take, with a message
+// The one exception of grammar/: a grammar or schema it cannot take, with a message
 // naming the construct and where it is (a JSON pointer into the request's schema). The
 // scheduler answers it with ERROR BAD_REQUEST; the gateway turns that into an HTTP 400.
 #pragma once

@@ -15,7 +15,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/grammar/nfa.h"
+#include "grammar/nfa.h"
 
 namespace inkling::grammar {
 

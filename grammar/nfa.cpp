@@ -1,8 +1,8 @@
-#include "engine/grammar/nfa.h"
+#include "grammar/nfa.h"
 
 #include <algorithm>
 
-#include "engine/grammar/error.h"
+#include "grammar/error.h"
 
 namespace inkling::grammar {
 namespace {

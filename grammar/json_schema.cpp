@@ -1,14 +1,14 @@
-#include "engine/grammar/json_schema.h"
+#include "grammar/json_schema.h"
 
 #include <algorithm>
 #include <cmath>
 #include <optional>
 #include <set>
 
-#include "engine/grammar/error.h"
-#include "engine/grammar/integer_range.h"
-#include "engine/grammar/pattern.h"
-#include "engine/grammar/string_formats.h"
+#include "grammar/error.h"
+#include "grammar/integer_range.h"
+#include "grammar/pattern.h"
+#include "grammar/string_formats.h"
 
 namespace inkling::grammar {
 namespace {

@@ -1,4 +1,4 @@
-#include "protocol/child_stdio.h"
+#include "platform/child_stdio.h"
 
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -9,7 +9,7 @@
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
-namespace inkling::protocol {
+namespace inkling::platform {
 
 void close_on_exec_beyond_stdio() noexcept {
 #ifdef SYS_close_range
@@ -24,4 +24,4 @@ void close_on_exec_beyond_stdio() noexcept {
     }
 }
 
-}  // namespace inkling::protocol
+}  // namespace inkling::platform

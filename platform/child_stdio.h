@@ -4,14 +4,14 @@
 // included, is marked close-on-exec, so a gateway killed while its engine runs does not
 // leave the port bound by the engine.
 //
-//   if (fork() == 0) { dup2(...); protocol::close_on_exec_beyond_stdio(); execvp(...); }
+//   if (fork() == 0) { dup2(...); platform::close_on_exec_beyond_stdio(); execvp(...); }
 #pragma once
 
-namespace inkling::protocol {
+namespace inkling::platform {
 
 // Async-signal-safe (no allocation): close_range(3, ~0, CLOSE_RANGE_CLOEXEC) where the
 // kernel has it (5.11+), else fcntl(FD_CLOEXEC) on every descriptor below RLIMIT_NOFILE.
 // Close-on-exec rather than closed, so a spawner's own exec-error pipe still works.
 void close_on_exec_beyond_stdio() noexcept;
 
-}  // namespace inkling::protocol
+}  // namespace inkling::platform

@@ -12,7 +12,7 @@
 
 #include <string>
 
-#include "engine/grammar/nfa.h"
+#include "grammar/nfa.h"
 
 namespace inkling::grammar {
 

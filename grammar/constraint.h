@@ -21,7 +21,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/grammar/grammar.h"
+#include "grammar/grammar.h"
 
 namespace inkling::grammar {
 

@@ -1,4 +1,4 @@
-#include "engine/grammar/integer_range.h"
+#include "grammar/integer_range.h"
 
 #include <algorithm>
 #include <string>

@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/grammar/grammar.h"
+#include "grammar/grammar.h"
 
 namespace inkling::grammar {
 

@@ -1,9 +1,9 @@
-#include "engine/grammar/constraint.h"
+#include "grammar/constraint.h"
 
 #include <set>
 
-#include "engine/grammar/error.h"
-#include "engine/grammar/json_schema.h"
+#include "grammar/error.h"
+#include "grammar/json_schema.h"
 
 namespace inkling::grammar {
 namespace {

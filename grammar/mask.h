@@ -17,8 +17,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "engine/grammar/matcher.h"
-#include "engine/grammar/vocab.h"
+#include "grammar/matcher.h"
+#include "grammar/vocab.h"
 
 namespace inkling::grammar {
 

@@ -1,11 +1,11 @@
-#include "engine/grammar/grammar.h"
+#include "grammar/grammar.h"
 
 #include <algorithm>
 #include <map>
 #include <set>
 #include <string>
 
-#include "engine/grammar/error.h"
+#include "grammar/error.h"
 
 namespace inkling::grammar {
 namespace {

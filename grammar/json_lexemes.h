@@ -5,7 +5,7 @@
 // 3 exponent digits; a gap is nothing, one space, or one newline and up to 20 spaces.
 #pragma once
 
-#include "engine/grammar/nfa.h"
+#include "grammar/nfa.h"
 
 namespace inkling::grammar {
 

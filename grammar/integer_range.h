@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "engine/grammar/nfa.h"
+#include "grammar/nfa.h"
 
 namespace inkling::grammar {
 

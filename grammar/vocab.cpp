@@ -1,11 +1,11 @@
-#include "engine/grammar/vocab.h"
+#include "grammar/vocab.h"
 
 #include <algorithm>
 #include <stdexcept>
 
 namespace inkling::grammar {
 
-bool json_string_safe(const std::string& s) {
+bool json_string_safe(std::string_view s) {
     if (s.empty()) return false;
     for (std::size_t i = 0; i < s.size();) {
         const auto c = static_cast<unsigned char>(s[i]);
@@ -34,7 +34,7 @@ bool json_string_safe(const std::string& s) {
     return true;
 }
 
-bool ascii_word(const std::string& s) {
+bool ascii_word(std::string_view s) {
     if (s.empty()) return false;
     for (char c : s)
         if (!ascii_alnum(static_cast<unsigned char>(c))) return false;
@@ -74,7 +74,7 @@ Trie Trie::build(std::vector<std::pair<std::string, std::int32_t>> tokens) {
     return t;
 }
 
-std::shared_ptr<const Vocab> Vocab::build(const model::Tokenizer& tok, std::size_t size, std::int32_t eos) {
+std::shared_ptr<const Vocab> Vocab::build(std::span<const VocabToken> tokens, std::size_t size, std::int32_t eos) {
     auto v = std::make_shared<Vocab>();
     v->size_ = size;
     v->eos_ = eos;
@@ -83,12 +83,15 @@ std::shared_ptr<const Vocab> Vocab::build(const model::Tokenizer& tok, std::size
     v->special_.assign(v->words(), 0);
     v->bytes_.resize(size);
     std::vector<std::pair<std::string, std::int32_t>> all, rest, non_word;
-    for (std::size_t i = 0; i < size && i < tok.vocab_size(); ++i) {
-        const auto id = static_cast<std::int32_t>(i);
-        if (!tok.has(id)) continue;
-        const std::string& b = tok.token_bytes(id);
+    for (const VocabToken& t : tokens) {
+        const auto id = t.id;
+        if (id < 0 || static_cast<std::size_t>(id) >= size)
+            throw std::invalid_argument("token " + std::to_string(id) + " is outside the vocabulary's " +
+                                        std::to_string(size) + " ids");
+        const auto i = static_cast<std::size_t>(id);
+        const std::string_view b = t.bytes;
         if (b.size() > 255) throw std::runtime_error("token " + std::to_string(id) + " is longer than 255 bytes");
-        if (tok.is_added(id)) {
+        if (t.added) {
             set_bit(v->special_, i);
             v->specials_.emplace_back(b, id);
             continue;

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/grammar/nfa.h"
+#include "grammar/nfa.h"
 
 namespace inkling::grammar {
 

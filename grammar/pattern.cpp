@@ -1,4 +1,4 @@
-#include "engine/grammar/pattern.h"
+#include "grammar/pattern.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include "engine/grammar/error.h"
-#include "engine/grammar/json_lexemes.h"
+#include "grammar/error.h"
+#include "grammar/json_lexemes.h"
 
 namespace inkling::grammar {
 namespace {
