@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "gateway/output_splitter.h"
+#include "protocol/text/output_splitter.h"
 
 namespace inkling::gateway {
 
@@ -120,7 +120,7 @@ GenerationDriver::Step GenerationDriver::data(const std::string& token_bytes,
     if (stops_.stopped() || calls_closed_) return {};  // after STOP: drop what is in flight
     if (options_.logprobs && logprobs)
         logprobs_.add(entry_of(token_bytes, *logprobs, *options_.logprobs),
-                      options_.message_output && is_marker(token_bytes));
+                      options_.message_output && protocol::text::is_marker(token_bytes));
     std::vector<ToolCallParser::Event> events;
     if (options_.message_output) parser_.feed(token_bytes, events);
     else if (!token_bytes.empty()) events.push_back({ToolCallParser::Event::Kind::Text, Channel::Content, 0, token_bytes});

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "gateway/utf8_release.h"
+#include "protocol/text/utf8_release.h"
 
 namespace inkling::gateway {
 
@@ -25,7 +25,7 @@ const char* openai_finish_reason(Finish finish) {
 
 std::string openai_token_text(const std::string& bytes) {
     std::string pending = bytes;
-    if (take_utf8(pending, false) == bytes && pending.empty()) return bytes;
+    if (protocol::text::take_utf8(pending, false) == bytes && pending.empty()) return bytes;
     static const char* hex = "0123456789abcdef";
     std::string out = "bytes:";
     for (unsigned char b : bytes) out += {'\\', 'x', hex[b >> 4], hex[b & 15]};

@@ -80,9 +80,8 @@ GenerationRequest parse_completion_request(const nlohmann::json& body, const Gat
 // OpenAI writes an answer's keys in the schema's order. Nothing for any other request.
 void keep_declared_key_order(GenerationRequest& g, std::string_view raw_body);
 
-// Standard base64 (RFC 4648) with or without padding; throws ApiError naming `param`.
+// Standard base64 (protocol/text/base64.h) with or without padding; throws ApiError naming
+// `param`.
 std::string decode_base64(const std::string& text, const std::string& param);
-// Standard base64 with padding (coli sends WAV clips this way).
-std::string encode_base64(std::string_view bytes);
 
 }  // namespace inkling::gateway

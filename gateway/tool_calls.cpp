@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gateway/utf8_release.h"
+#include "protocol/text/utf8_release.h"
 
 namespace inkling::gateway {
 namespace {
@@ -254,7 +254,7 @@ void ToolCallParser::to_value(char b, std::vector<Event>& out) {
 }
 
 void ToolCallParser::flush_text(bool final, std::vector<Event>& out) {
-    std::string t = take_utf8(text_, final);
+    std::string t = protocol::text::take_utf8(text_, final);
     if (t.empty()) return;
     if (out.size() > first_new_ && out.back().kind == Event::Kind::Text && out.back().channel == channel_) out.back().text += t;
     else out.push_back({Event::Kind::Text, channel_, 0, std::move(t)});
@@ -262,7 +262,7 @@ void ToolCallParser::flush_text(bool final, std::vector<Event>& out) {
 
 void ToolCallParser::flush_arguments(bool final, std::vector<Event>& out) {
     if (!named_ || args_.empty()) return;
-    std::string t = take_utf8(args_, final);
+    std::string t = protocol::text::take_utf8(args_, final);
     if (t.empty()) return;
     out.push_back({Event::Kind::CallArguments, Channel::Content, calls_ - 1, std::move(t)});
 }

@@ -1,11 +1,9 @@
-// The gateway's pure logic: stop sequences with hold-back, the reasoning/content split of
-// streamed tokens, and OpenAI request validation.
+// The gateway's pure logic: stop sequences with hold-back and OpenAI request validation.
 #include <doctest/doctest.h>
 
 #include "gateway/api_error.h"
 #include "gateway/affinity_map.h"
 #include "gateway/openai_request.h"
-#include "gateway/output_splitter.h"
 #include "gateway/stop_filter.h"
 
 using namespace inkling::gateway;
@@ -60,34 +58,6 @@ TEST_CASE("stop sequences: nothing of a stop sequence ever leaks, even split acr
     CHECK(f.feed("xyzST").text == "xyz");
     CHECK(f.feed("O").text == "");
     CHECK(f.feed("x").text == "STOx");
-}
-
-TEST_CASE("the splitter routes reasoning and content by the model's channel markers") {
-    OutputSplitter s(false);
-    std::string content, reasoning;
-    for (std::string t : {"<|content_thinking|>", "Let", " me", "<|content_text|>", "Hi", "<|end_message|>",
-                          "<|content_model_end_sampling|>"}) {
-        auto o = s.feed(t);
-        content += o.content;
-        reasoning += o.reasoning;
-    }
-    CHECK(reasoning == "Let me");
-    CHECK(content == "Hi");
-    OutputSplitter direct(true);
-    CHECK(direct.feed("plain").content == "plain");
-}
-
-TEST_CASE("the splitter releases only whole UTF-8 characters and replaces invalid bytes") {
-    OutputSplitter s(true);
-    CHECK(s.feed("\xe2\x82").content.empty());  // first two bytes of €
-    CHECK(s.feed("\xac!").content == "\xe2\x82\xac!");
-    CHECK(s.feed("\xff").content == "\xef\xbf\xbd");
-    CHECK(s.feed("\xc3").content.empty());
-    CHECK(s.flush().content == "\xef\xbf\xbd");  // cut short at the end
-    CHECK(s.feed("\xed\xa0\x80").content == "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");  // a surrogate
-    CHECK(is_marker("<|audio_end|>"));
-    CHECK(!is_marker("<|not a marker|>"));
-    CHECK(!is_marker("<b>"));
 }
 
 TEST_CASE("chat requests render TMLv0 and validate every field") {
@@ -149,12 +119,9 @@ TEST_CASE("completion requests and base64") {
     CHECK(status_of({{"model", "m"}, {"prompt", json::array({"a", "b"})}}, false) == 400);
     CHECK(status_of({{"model", "m"}, {"prompt", ""}}, false) == 400);
     CHECK(decode_base64("aGVsbG8=", "x") == "hello");
-    for (const std::string& s : std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)})
-        CHECK(decode_base64(encode_base64(s), "x") == s);
-    CHECK(encode_base64("hello") == "aGVsbG8=");
-    CHECK(decode_base64("aGVsbG8", "x") == "hello");
-    CHECK_THROWS_AS(decode_base64("aGV$bG8=", "x"), ApiError);
-    CHECK_THROWS_AS(decode_base64("aGVsbG8=x", "x"), ApiError);
+    CHECK_THROWS_WITH_AS(decode_base64("aGV$bG8=", "x"), "'x' is not valid base64 (bad byte at offset 3)", ApiError);
+    CHECK_THROWS_WITH_AS(decode_base64("aGVsbG8=x", "x"), "'x' is not valid base64 (bad byte at offset 8)", ApiError);
+    CHECK_THROWS_WITH_AS(decode_base64("aGVsb", "x"), "'x' is not valid base64 (bad length)", ApiError);
 }
 
 TEST_CASE("request bodies nest at most 64 deep, counted outside strings") {

@@ -5,11 +5,11 @@
 
 #include <string>
 
-namespace inkling::gateway {
+namespace inkling::protocol::text {
 
 // Moves the complete UTF-8 characters at the front of `pending` out; a byte that can never
 // be part of valid UTF-8 (overlongs and surrogates included) comes out as U+FFFD. An
 // incomplete sequence at the end stays in `pending`, unless `final` (then it is U+FFFD too).
 std::string take_utf8(std::string& pending, bool final);
 
-}  // namespace inkling::gateway
+}  // namespace inkling::protocol::text

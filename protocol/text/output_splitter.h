@@ -7,7 +7,7 @@
 
 #include <string>
 
-namespace inkling::gateway {
+namespace inkling::protocol::text {
 
 class OutputSplitter {
 public:
@@ -30,4 +30,4 @@ private:
 // <|audio_end|>, <|unused_N|>, …
 bool is_marker(const std::string& text);
 
-}  // namespace inkling::gateway
+}  // namespace inkling::protocol::text

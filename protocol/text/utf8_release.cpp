@@ -1,6 +1,6 @@
-#include "gateway/utf8_release.h"
+#include "protocol/text/utf8_release.h"
 
-namespace inkling::gateway {
+namespace inkling::protocol::text {
 namespace {
 // Length of the UTF-8 sequence a lead byte starts, 0 if it cannot start one.
 std::size_t sequence_length(unsigned char b) {
@@ -52,4 +52,4 @@ std::string take_utf8(std::string& pending, bool final) {
     return out;
 }
 
-}  // namespace inkling::gateway
+}  // namespace inkling::protocol::text

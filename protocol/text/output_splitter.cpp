@@ -1,8 +1,8 @@
-#include "gateway/output_splitter.h"
+#include "protocol/text/output_splitter.h"
 
-#include "gateway/utf8_release.h"
+#include "protocol/text/utf8_release.h"
 
-namespace inkling::gateway {
+namespace inkling::protocol::text {
 
 bool is_marker(const std::string& t) {
     if (t.size() < 5 || t.compare(0, 2, "<|") != 0 || t.compare(t.size() - 2, 2, "|>") != 0) return false;
@@ -34,4 +34,4 @@ OutputSplitter::Out OutputSplitter::flush() {
     return out;
 }
 
-}  // namespace inkling::gateway
+}  // namespace inkling::protocol::text
