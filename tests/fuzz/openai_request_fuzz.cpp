@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "gateway/api_error.h"
-#include "gateway/openai_request.h"
+#include "gateway/api/api_error.h"
+#include "gateway/api/openai/openai_request.h"
 
 namespace gw = inkling::gateway;
 
