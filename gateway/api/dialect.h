@@ -24,10 +24,18 @@
 #include <nlohmann/json.hpp>
 
 #include "gateway/api/api_error.h"
-#include "gateway/api/openai/openai_request.h"
 #include "gateway/generation/channel.h"
+#include "gateway/generation/generation_request.h"
 
 namespace inkling::gateway {
+
+// What every dialect's parser holds a request to.
+struct GatewayLimits {
+    std::vector<std::string> model_ids;   // the models served: a request's `model` must be one
+    std::uint64_t max_tokens_cap = 4096;  // clamp for max_tokens (and the default)
+    bool dmel_boost = true;               // the quiet-clip RMS boost (off = transformers exactly)
+    std::size_t max_audio_seconds = 600;
+};
 
 // Why a generation ended, in no dialect's words.
 enum class Finish {

@@ -9,6 +9,37 @@ namespace inkling::gateway {
 
 using nlohmann::json;
 
+nlohmann::json parse_body(std::string_view text, std::size_t max_depth, std::size_t max_values) {
+    // Brackets outside strings, and separators as a bound on the values (a value follows
+    // each '[', '{' and ','); the parser judges everything else afterwards.
+    std::size_t depth = 0, values = 1;
+    bool in_string = false, escaped = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (escaped) escaped = false;
+            else if (c == '\\') escaped = true;
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max_depth)
+                throw bad_request("the body nests JSON deeper than " + std::to_string(max_depth) +
+                                  " levels (at byte " + std::to_string(i) + ")");
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            --depth;
+        }
+        if (!in_string && (c == '[' || c == '{' || c == ',') && ++values > max_values)
+            throw bad_request("the body holds more than " + std::to_string(max_values) + " JSON values (at byte " +
+                              std::to_string(i) + ")");
+    }
+    try {
+        return nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+        throw bad_request(std::string("the body is not valid JSON: ") + e.what());
+    }
+}
+
 std::string type_name(const json& v) {
     if (v.is_null()) return "null";
     if (v.is_boolean()) return "a boolean";

@@ -1,18 +1,35 @@
-// Reading fields of a request body, shared by the dialects' parsers (openai_request.cpp,
-// anthropic_request.cpp): a JSON null counts as absent, and a field of the wrong type or
-// out of range is an ApiError 400 naming it.
+// Reading a request body and its fields, shared by the dialects' parsers (openai_request.cpp,
+// anthropic_request.cpp): the body within bounds (parse_body), then each field, where a JSON
+// null counts as absent and a field of the wrong type or out of range is an ApiError 400
+// naming it.
 //
+//   json body = parse_body(raw);                                       // 400 unless JSON within bounds
 //   if (const json* v = field(body, "seed")) …;                       // absent or null: nullptr
 //   double t = number_in(body, "temperature", 1.0, 0.0, 2.0, false);  // [0, 2], default 1
 //   bool s = flag(body, "stream", false);
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 namespace inkling::gateway {
+
+// JSON nests at most this deep (arrays and objects): 32 MiB of '[' would otherwise cost
+// gigabytes of parser state and DOM.
+inline constexpr std::size_t kMaxJsonDepth = 64;
+// and holds at most this many values: each costs up to ~100 bytes of DOM, so 32 MiB of
+// "{}," (11 million objects) took 1 GiB; at this cap the DOM stays under ~30 MB.
+inline constexpr std::size_t kMaxJsonValues = 262144;
+
+// A request body → JSON. Throws ApiError 400 for a body nested deeper than `max_depth` or
+// holding more than `max_values` values (both counted by one scan before the parser runs),
+// or one that is not JSON.
+nlohmann::json parse_body(std::string_view text, std::size_t max_depth = kMaxJsonDepth,
+                          std::size_t max_values = kMaxJsonValues);
 
 // "null", "a boolean", "a number", "a string", "an array", "an object": for error messages.
 std::string type_name(const nlohmann::json& v);

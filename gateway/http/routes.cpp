@@ -11,6 +11,8 @@
 
 #include "gateway/api/anthropic/dialect_messages.h"
 #include "gateway/api/api_error.h"
+#include "gateway/api/json_fields.h"
+#include "gateway/api/openai/openai_request.h"
 #include "gateway/api/openai/dialect_chat.h"
 #include "gateway/api/openai/dialect_completions.h"
 #include "gateway/http/connection.h"

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "gateway/api/dialect.h"
-#include "gateway/api/openai/openai_request.h"
 #include "gateway/engines/affinity_map.h"
 #include "gateway/engines/models.h"
+#include "gateway/generation/generation_request.h"
 #include "gateway/metrics.h"
 
 namespace inkling::gateway {

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "gateway/api/api_error.h"
+#include "gateway/api/json_fields.h"
 #include "gateway/api/openai/openai_request.h"
 
 namespace gw = inkling::gateway;

@@ -314,7 +314,6 @@ GenerationRequest parse(const json& body, const GatewayLimits& limits, Mode mode
     const std::string model = require_model(body, limits.model_ids);
     GenerationRequest r;
     r.model = model;
-    r.chat = true;
     if (mode == Mode::Create) {
         parse_sampling(body, limits, r);
     } else {

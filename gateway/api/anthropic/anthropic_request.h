@@ -15,7 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gateway/api/openai/openai_request.h"
+#include "gateway/api/dialect.h"
+#include "gateway/generation/generation_request.h"
 
 namespace inkling::gateway {
 

@@ -1,6 +1,7 @@
 #include "gateway/api/openai/dialect_chat.h"
 
 #include "gateway/api/openai/openai_format.h"
+#include "gateway/api/openai/openai_request.h"
 
 namespace inkling::gateway {
 namespace {

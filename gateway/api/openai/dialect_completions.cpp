@@ -3,6 +3,7 @@
 #include <map>
 
 #include "gateway/api/openai/openai_format.h"
+#include "gateway/api/openai/openai_request.h"
 
 namespace inkling::gateway {
 namespace {

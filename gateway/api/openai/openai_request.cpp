@@ -5,6 +5,7 @@
 #include "gateway/api/api_error.h"
 #include "gateway/api/json_fields.h"
 #include "gateway/api/openai/openai_tools.h"
+#include "gateway/api/openai/response_format.h"
 #include "gateway/engines/affinity_map.h"
 #include "gateway/generation/schema_check.h"
 #include "gateway/generation/tool_constraint.h"
@@ -130,37 +131,6 @@ tml::Role role_of(const std::string& role, const std::string& param) {
 
 }  // namespace
 
-nlohmann::json parse_body(std::string_view text, std::size_t max_depth, std::size_t max_values) {
-    // Brackets outside strings, and separators as a bound on the values (a value follows
-    // each '[', '{' and ','); the parser judges everything else afterwards.
-    std::size_t depth = 0, values = 1;
-    bool in_string = false, escaped = false;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        const char c = text[i];
-        if (in_string) {
-            if (escaped) escaped = false;
-            else if (c == '\\') escaped = true;
-            else if (c == '"') in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '[' || c == '{') {
-            if (++depth > max_depth)
-                throw bad_request("the body nests JSON deeper than " + std::to_string(max_depth) +
-                                  " levels (at byte " + std::to_string(i) + ")");
-        } else if ((c == ']' || c == '}') && depth > 0) {
-            --depth;
-        }
-        if (!in_string && (c == '[' || c == '{' || c == ',') && ++values > max_values)
-            throw bad_request("the body holds more than " + std::to_string(max_values) + " JSON values (at byte " +
-                              std::to_string(i) + ")");
-    }
-    try {
-        return nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception& e) {
-        throw bad_request(std::string("the body is not valid JSON: ") + e.what());
-    }
-}
-
 std::string decode_base64(const std::string& text, const std::string& param) {
     try {
         return protocol::text::decode_base64(text);
@@ -171,7 +141,6 @@ std::string decode_base64(const std::string& text, const std::string& param) {
 
 GenerationRequest parse_chat_request(const json& body, const GatewayLimits& limits) {
     GenerationRequest r;
-    r.chat = true;
     common(body, limits, r);
     r.tools = parse_openai_tools(body);
     r.format = parse_response_format(body);
@@ -301,7 +270,6 @@ GenerationRequest parse_chat_request(const json& body, const GatewayLimits& limi
 
 GenerationRequest parse_completion_request(const json& body, const GatewayLimits& limits) {
     GenerationRequest r;
-    r.chat = false;
     common(body, limits, r);
     const json* prompt = field(body, "prompt");
     if (!prompt) throw bad_request("'prompt' is required", "prompt");

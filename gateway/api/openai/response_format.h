@@ -14,21 +14,13 @@
 #pragma once
 
 #include <optional>
-#include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
-namespace inkling::gateway {
+#include "gateway/generation/generation_request.h"
 
-struct ResponseFormat {
-    enum class Kind { Text, JsonObject, JsonSchema };
-    Kind kind = Kind::Text;
-    std::string name;               // json_schema.name
-    nlohmann::ordered_json schema;  // json_schema.schema
-    bool strict = false;            // json_schema.strict: enforced either way (docs/gateway.md)
-    bool json() const { return kind != Kind::Text; }
-};
+namespace inkling::gateway {
 
 // The body's `response_format` (absent or null: Text). Throws ApiError 400 naming the field
 // for a wrong envelope: not an object, an unknown type or key, json_schema without a valid

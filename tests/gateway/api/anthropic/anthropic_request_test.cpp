@@ -6,6 +6,7 @@
 
 #include "gateway/api/anthropic/anthropic_request.h"
 #include "gateway/api/api_error.h"
+#include "gateway/api/openai/openai_request.h"
 #include "gateway/generation/tool_constraint.h"
 #include "protocol/tml_render.h"
 

@@ -169,7 +169,6 @@ TEST_CASE("chat log-probs: the answer's tokens only, alternatives sorted and cut
 
 TEST_CASE("completions log-probs: tokens, token_logprobs, top_logprobs maps and text_offset") {
     GenerationRequest g;
-    g.chat = false;
     g.logprobs = 1;
     Script s{{"He", "llo", " w\xc3\xb6", "rld"}};
     s.logprobs = {tail(-0.1, {{"He", -0.1}, {"Ha", -2.0}}), tail(-0.2, {{"x", -0.1}}), tail(-0.3, {{" w\xc3\xb6", -0.3}}),

@@ -11,6 +11,7 @@
 #include "engine/grammar/constraint.h"
 #include "engine/grammar/matcher.h"
 #include "gateway/api/api_error.h"
+#include "gateway/api/json_fields.h"
 #include "gateway/api/openai/openai_request.h"
 
 using namespace inkling::gateway;
