@@ -1,8 +1,5 @@
 #include "gateway/http/server.h"
 
-#include <algorithm>
-#include <cctype>
-
 #include "gateway/api/api_error.h"
 #include "gateway/http/connection.h"
 
@@ -154,74 +151,6 @@ void Server::uncount(const std::string& address) {
     if (it != per_ip_.end() && --it->second <= 0) per_ip_.erase(it);
 }
 
-std::string Server::canonical_address(const std::string& text) {
-    boost::system::error_code ec;
-    auto a = asio::ip::make_address(text, ec);
-    if (ec) return {};
-    if (a.is_v6() && a.to_v6().is_v4_mapped()) return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6()).to_string();
-    return a.to_string();
-}
-
-bool Server::trusted_proxy(const std::string& address) const {
-    return std::find(trusted_proxies_.begin(), trusted_proxies_.end(), address) != trusted_proxies_.end();
-}
-
-std::string Server::client_address(const Connection& c, const Request& req) const {
-    if (!c.via_proxy) return c.ip;
-    // X-Forwarded-For from a trusted proxy: the rightmost address no trusted proxy wrote,
-    // i.e. the one the outermost trusted proxy saw. Every header line counts, in order.
-    std::vector<std::string> hops;
-    for (auto it = req.find("X-Forwarded-For"); it != req.end() && beast::iequals(it->name_string(), "X-Forwarded-For");
-         ++it) {
-        std::string value(it->value());
-        std::size_t start = 0;
-        while (start <= value.size()) {
-            std::size_t comma = value.find(',', start);
-            if (comma == std::string::npos) comma = value.size();
-            std::string hop = value.substr(start, comma - start);
-            hop.erase(0, hop.find_first_not_of(" \t"));
-            hop.erase(hop.find_last_not_of(" \t") + 1);
-            hops.push_back(hop);
-            start = comma + 1;
-        }
-    }
-    for (auto h = hops.rbegin(); h != hops.rend(); ++h) {
-        const std::string a = canonical_address(*h);
-        if (a.empty()) break;  // malformed: the proxy's own address stands for the client
-        if (!trusted_proxy(a)) return a;
-    }
-    return c.ip;
-}
-
-std::string Server::allowed_origin(const Request& req) const {
-    const std::string origin(req[http::field::origin]);
-    if (origin.empty()) return {};
-    for (const auto& o : o_.cors_origins)
-        if (o == "*" || o == origin) return origin;
-    return {};
-}
-
-bool Server::origin_permitted(const Request& req) const {
-    const std::string origin(req[http::field::origin]);
-    if (req.count(http::field::origin) == 0) return true;  // not a browser, or same-origin GET
-    if (req.count(http::field::origin) > 1) return false;
-    if (!allowed_origin(req).empty()) return true;
-    // Same origin (the web UI on a name given by --allowed-host, or behind a TLS proxy):
-    // scheme://Host, the Host header already checked by host_allowed.
-    const std::string host(req[http::field::host]);
-    auto iequal = [](std::string_view a, std::string_view b) {
-        return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-                   return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-               });
-    };
-    for (std::string_view scheme : {"http://", "https://"})
-        if (!host.empty() && origin.size() == scheme.size() + host.size() &&
-            iequal(std::string_view(origin).substr(0, scheme.size()), scheme) &&
-            iequal(std::string_view(origin).substr(scheme.size()), host))
-            return true;
-    return false;
-}
-
 std::string Server::cors_header_block(const Request& req) const {
     const std::string origin = allowed_origin(req);
     if (origin.empty()) return {};
@@ -235,37 +164,6 @@ void Server::cors(const Request& req, Response& res) const {
     res.set(http::field::access_control_allow_origin, origin);
     res.set(http::field::vary, "Origin");
     res.set(http::field::access_control_expose_headers, "x-request-id, request-id, Retry-After");
-}
-
-bool Server::authorized(const Request& req) const {
-    if (o_.api_key.empty()) return true;
-    std::string given;
-    auto auth = req[http::field::authorization];
-    if (auth.starts_with("Bearer ")) given = std::string(auth.substr(7));
-    else if (auto k = req["x-api-key"]; !k.empty()) given = std::string(k);
-    // Constant time in the key's length: every byte is compared whatever matched before.
-    unsigned diff = given.size() != o_.api_key.size();
-    for (std::size_t i = 0; i < o_.api_key.size(); ++i)
-        diff |= static_cast<unsigned char>(o_.api_key[i]) ^ static_cast<unsigned char>(i < given.size() ? given[i] : 0);
-    return diff == 0;
-}
-
-bool Server::host_allowed(const Request& req) const {
-    std::string host(req[http::field::host]);
-    if (host.empty()) return req.version() < 11;  // HTTP/1.1 requires Host (RFC 9112 §3.2)
-    // Strip the port (and IPv6 brackets).
-    if (host.front() == '[') host = host.substr(1, host.find(']') - 1);
-    else if (auto colon = host.rfind(':'); colon != std::string::npos) host = host.substr(0, colon);
-    // Host names are case-insensitive (RFC 9110 §4.2.3): LOCALHOST is localhost.
-    auto lower = [](std::string t) {
-        for (auto& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-        return t;
-    };
-    host = lower(std::move(host));
-    if (host == "localhost" || host == "127.0.0.1" || host == "::1" || host == lower(o_.host)) return true;
-    for (const auto& h : o_.allowed_hosts)
-        if (h == "*" || lower(h) == host) return true;
-    return false;
 }
 
 awaitable<void> Server::write_json(Connection& c, const Request& req, int status, const nlohmann::json& body,

@@ -1,6 +1,7 @@
 // The HTTP side of the gateway: an Asio/Beast listener, one coroutine per connection
-// (server.cpp), the guards every request passes and the handler table (routes.cpp), and the
-// generation of one answer (generation.cpp) through a dialect's Formatter (dialect.h).
+// (server.cpp), the guards every request passes (guards.cpp), the handler table and its
+// handlers (routes.cpp; health and metrics in health.cpp), and the generation of one answer
+// (gateway/generation/generation.cpp) through a dialect's Formatter (gateway/api/dialect.h).
 #pragma once
 
 #include <chrono>
@@ -48,8 +49,8 @@ public:
 
 private:
     struct Connection;
-    struct Call;   // one request being handled (routes.cpp)
-    struct Route;  // one entry of the handler table (routes.cpp)
+    struct Call;   // one request being handled (routes.h)
+    struct Route;  // one entry of the handler table (routes.h)
     using Request = http::request<http::string_body>;
     awaitable<void> accept_loop();
     awaitable<void> serve(std::shared_ptr<Connection> c);
