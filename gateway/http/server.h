@@ -73,7 +73,9 @@ private:
     awaitable<bool> on_models(Call& call);
     awaitable<bool> on_model(Call& call);
     awaitable<bool> on_generation(Call& call);  // the route's dialect: parse, then generate()
-    // One answer from admission to the last byte (generation.cpp).
+    // One answer from admission to the last byte (gateway/generation/generation.cpp), in
+    // named steps over one Generation, the request's state.
+    struct Generation;
     awaitable<void> generate(Connection& c, const Request& req, const Dialect& dialect, GenerationRequest g);
     awaitable<void> write(Connection& c, http::response<http::string_body>& res);
     // `conversation`: an x-conversation-key header (a generation's answer).

@@ -129,6 +129,45 @@ tml::Role role_of(const std::string& role, const std::string& param) {
     throw bad_request("'" + role + "' is not a role (system, developer, user, assistant, tool)", param);
 }
 
+// An input_audio part (`pp` names it): its WAV clip as DMel frames appended to `audio`,
+// within what is left of the request's max_audio_seconds (`audio_seconds`, the clips read so
+// far); returns the part that stands for them in the prompt.
+tml::Part audio_part(const json& part, const std::string& pp, const GatewayLimits& limits, double& audio_seconds,
+                     std::string& audio) {
+    const json* ia = field(part, "input_audio");
+    const json* data = ia && ia->is_object() ? field(*ia, "data") : nullptr;
+    if (!data || !data->is_string())
+        throw bad_request(pp + ".input_audio.data must be a base64 string", pp + ".input_audio.data");
+    if (const json* fmt = field(*ia, "format"); fmt && (!fmt->is_string() || fmt->get<std::string>() != "wav"))
+        throw bad_request(pp + ".input_audio.format must be \"wav\"", pp + ".input_audio.format");
+    std::string wav = decode_base64(data->get_ref<const std::string&>(), pp + ".input_audio.data");
+    const std::span bytes(reinterpret_cast<const std::uint8_t*>(wav.data()), wav.size());
+    protocol::audio::EncodedAudio enc;
+    try {
+        // The duration from the header, before a sample is decoded: the
+        // request's clips together may last max_audio_seconds.
+        const auto head = protocol::audio::read_wav_header(bytes);
+        const double seconds = static_cast<double>(head.frames) / head.format.sample_rate;
+        const double left = static_cast<double>(limits.max_audio_seconds) - audio_seconds;
+        if (seconds > left)
+            throw bad_request(pp + ": the clip lasts " + protocol::format_fixed(seconds, 1) +
+                                  " s; a request's audio may last " +
+                                  std::to_string(limits.max_audio_seconds) + " s in all" +
+                                  (audio_seconds > 0 ? " (" + protocol::format_fixed(left, 1) + " s left)" : ""),
+                              pp + ".input_audio.data", "invalid_audio");
+        protocol::audio::EncodeOptions opt;
+        opt.dmel.rms_boost = limits.dmel_boost;
+        opt.max_seconds = left;  // bounds the resampler's output too
+        enc = protocol::audio::encode_wav_to_dmel(bytes, opt);
+        audio_seconds += static_cast<double>(enc.samples_16k) / protocol::audio::kTargetRate;
+    } catch (const protocol::audio::AudioError& e) {
+        throw bad_request(pp + ": " + e.what(), pp + ".input_audio.data", "invalid_audio");
+    }
+    if (enc.n_frames == 0) throw bad_request(pp + ": the clip is empty", pp + ".input_audio.data", "invalid_audio");
+    audio.append(enc.frames.begin(), enc.frames.end());
+    return tml::Part::audio(enc.n_frames);
+}
+
 }  // namespace
 
 std::string decode_base64(const std::string& text, const std::string& param) {
@@ -210,38 +249,7 @@ GenerationRequest parse_chat_request(const json& body, const GatewayLimits& limi
                     msg.parts.push_back(tml::Part::text_part(text->get<std::string>()));
                 } else if (t == "input_audio") {
                     if (msg.role != tml::Role::User) throw bad_request("audio is only accepted in user messages", pp);
-                    const json* ia = field(part, "input_audio");
-                    const json* data = ia && ia->is_object() ? field(*ia, "data") : nullptr;
-                    if (!data || !data->is_string())
-                        throw bad_request(pp + ".input_audio.data must be a base64 string", pp + ".input_audio.data");
-                    if (const json* fmt = field(*ia, "format"); fmt && (!fmt->is_string() || fmt->get<std::string>() != "wav"))
-                        throw bad_request(pp + ".input_audio.format must be \"wav\"", pp + ".input_audio.format");
-                    std::string wav = decode_base64(data->get_ref<const std::string&>(), pp + ".input_audio.data");
-                    const std::span bytes(reinterpret_cast<const std::uint8_t*>(wav.data()), wav.size());
-                    protocol::audio::EncodedAudio enc;
-                    try {
-                        // The duration from the header, before a sample is decoded: the
-                        // request's clips together may last max_audio_seconds.
-                        const auto head = protocol::audio::read_wav_header(bytes);
-                        const double seconds = static_cast<double>(head.frames) / head.format.sample_rate;
-                        const double left = static_cast<double>(limits.max_audio_seconds) - audio_seconds;
-                        if (seconds > left)
-                            throw bad_request(pp + ": the clip lasts " + protocol::format_fixed(seconds, 1) +
-                                                  " s; a request's audio may last " +
-                                                  std::to_string(limits.max_audio_seconds) + " s in all" +
-                                                  (audio_seconds > 0 ? " (" + protocol::format_fixed(left, 1) + " s left)" : ""),
-                                              pp + ".input_audio.data", "invalid_audio");
-                        protocol::audio::EncodeOptions opt;
-                        opt.dmel.rms_boost = limits.dmel_boost;
-                        opt.max_seconds = left;  // bounds the resampler's output too
-                        enc = protocol::audio::encode_wav_to_dmel(bytes, opt);
-                        audio_seconds += static_cast<double>(enc.samples_16k) / protocol::audio::kTargetRate;
-                    } catch (const protocol::audio::AudioError& e) {
-                        throw bad_request(pp + ": " + e.what(), pp + ".input_audio.data", "invalid_audio");
-                    }
-                    if (enc.n_frames == 0) throw bad_request(pp + ": the clip is empty", pp + ".input_audio.data", "invalid_audio");
-                    r.audio.append(enc.frames.begin(), enc.frames.end());
-                    msg.parts.push_back(tml::Part::audio(enc.n_frames));
+                    msg.parts.push_back(audio_part(part, pp, limits, audio_seconds, r.audio));
                 } else {
                     throw bad_request(pp + ": content part type '" + t + "' is not supported (text, input_audio)", pp + ".type");
                 }
