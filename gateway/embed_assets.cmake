@@ -2,7 +2,7 @@
 # Writes a C++ file holding every file of WEB_DIR as a byte array (see web_assets.h).
 file(GLOB assets RELATIVE ${WEB_DIR} ${WEB_DIR}/*)
 list(SORT assets)
-set(body "// Generated from gateway/web by embed_assets.cmake; do not edit.\n#include \"gateway/web_assets.h\"\n\nnamespace inkling::gateway {\nnamespace {\n")
+set(body "// Generated from gateway/web by embed_assets.cmake; do not edit.\n#include \"gateway/http/web_assets.h\"\n\nnamespace inkling::gateway {\nnamespace {\n")
 set(table "")
 set(i 0)
 foreach(name ${assets})

@@ -16,22 +16,47 @@ std::string number(double v) {
     o << v;
     return o.str();
 }
+}  // namespace
 
-void histogram(std::ostringstream& o, const std::string& name, const std::string& help, const Histogram& h) {
-    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " histogram\n";
+void PrometheusText::family(std::string_view name, std::string_view type, std::string_view help) {
+    text_.append("# HELP ").append(name).append(" ").append(help).append("\n# TYPE ").append(name).append(" ");
+    text_.append(type).append("\n");
+}
+
+void PrometheusText::sample(std::string_view name, std::string_view labels, double value) {
+    text_.append(name);
+    if (!labels.empty()) text_.append("{").append(labels).append("}");
+    text_.append(" ").append(number(value)).append("\n");
+}
+
+void PrometheusText::sample_count(std::string_view name, std::string_view labels, std::uint64_t count) {
+    text_.append(name);
+    if (!labels.empty()) text_.append("{").append(labels).append("}");
+    text_.append(" ").append(std::to_string(count)).append("\n");
+}
+
+void PrometheusText::counter(std::string_view name, std::string_view help, double value) {
+    family(name, "counter", help);
+    sample(name, "", value);
+}
+
+void PrometheusText::gauge(std::string_view name, std::string_view help, double value) {
+    family(name, "gauge", help);
+    sample(name, "", value);
+}
+
+void PrometheusText::histogram(std::string_view name, std::string_view help, const Histogram& h) {
+    family(name, "histogram", help);
+    const std::string bucket = std::string(name) + "_bucket";
     std::uint64_t cumulative = 0;
     for (std::size_t i = 0; i < h.bounds.size(); ++i) {
         cumulative += h.counts[i];
-        o << name << "_bucket{le=\"" << number(h.bounds[i]) << "\"} " << cumulative << "\n";
+        sample_count(bucket, "le=\"" + number(h.bounds[i]) + "\"", cumulative);
     }
-    o << name << "_bucket{le=\"+Inf\"} " << h.count << "\n";
-    o << name << "_sum " << number(h.sum) << "\n" << name << "_count " << h.count << "\n";
+    sample_count(bucket, "le=\"+Inf\"", h.count);
+    sample(std::string(name) + "_sum", "", h.sum);
+    sample_count(std::string(name) + "_count", "", h.count);
 }
-
-void counter(std::ostringstream& o, const std::string& name, const std::string& help, double v) {
-    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " counter\n" << name << " " << number(v) << "\n";
-}
-}  // namespace
 
 void Histogram::observe(double v) {
     ++count;
@@ -52,29 +77,25 @@ std::uint64_t Metrics::requests_total() const {
     return n;
 }
 
-std::string Metrics::render(const std::string& extra_gauges) const {
-    std::ostringstream o;
-    o << "# HELP inkling_requests_total HTTP requests by endpoint and status.\n# TYPE inkling_requests_total counter\n";
+void Metrics::write(PrometheusText& out) const {
+    out.family("inkling_requests_total", "counter", "HTTP requests by endpoint and status.");
     for (const auto& [key, c] : requests_)
-        o << "inkling_requests_total{endpoint=\"" << key.first << "\",status=\"" << key.second << "\"} " << c << "\n";
-    counter(o, "inkling_prompt_tokens_total", "Prompt tokens sent to the engine.", tokens_in.value);
-    counter(o, "inkling_completion_tokens_total", "Tokens generated.", tokens_out.value);
-    counter(o, "inkling_engine_restarts_total", "Engine restarts (crash, exit or device loss).", engine_restarts.value);
-    counter(o, "inkling_device_losses_total", "Device-lost events reported by the engine.", device_losses.value);
-    counter(o, "inkling_requests_retried_total", "Requests resubmitted after the engine died before ACCEPT.",
-            requests_retried.value);
-    counter(o, "inkling_client_cancels_total", "Requests cancelled because the client went away.",
-            client_cancels.value);
-    histogram(o, "inkling_time_to_first_token_seconds", "From request to the first token.", ttft);
-    histogram(o, "inkling_inter_token_seconds", "Between consecutive tokens of a stream.", inter_token);
-    histogram(o, "inkling_request_duration_seconds", "From request to the last byte.", e2e);
-    histogram(o, "inkling_queue_wait_seconds", "Time waiting for a slot.", queue_wait);
-    o << "# HELP inkling_queue_depth Requests waiting for a slot.\n# TYPE inkling_queue_depth gauge\ninkling_queue_depth "
-      << number(queue_depth) << "\n";
-    o << "# HELP inkling_requests_active Requests being served.\n# TYPE inkling_requests_active gauge\ninkling_requests_active "
-      << number(active) << "\n";
-    o << extra_gauges;
-    return o.str();
+        out.sample_count("inkling_requests_total",
+                         "endpoint=\"" + key.first + "\",status=\"" + std::to_string(key.second) + "\"", c);
+    out.counter("inkling_prompt_tokens_total", "Prompt tokens sent to the engine.", tokens_in.value);
+    out.counter("inkling_completion_tokens_total", "Tokens generated.", tokens_out.value);
+    out.counter("inkling_engine_restarts_total", "Engine restarts (crash, exit or device loss).", engine_restarts.value);
+    out.counter("inkling_device_losses_total", "Device-lost events reported by the engine.", device_losses.value);
+    out.counter("inkling_requests_retried_total", "Requests resubmitted after the engine died before ACCEPT.",
+                requests_retried.value);
+    out.counter("inkling_client_cancels_total", "Requests cancelled because the client went away.",
+                client_cancels.value);
+    out.histogram("inkling_time_to_first_token_seconds", "From request to the first token.", ttft);
+    out.histogram("inkling_inter_token_seconds", "Between consecutive tokens of a stream.", inter_token);
+    out.histogram("inkling_request_duration_seconds", "From request to the last byte.", e2e);
+    out.histogram("inkling_queue_wait_seconds", "Time waiting for a slot.", queue_wait);
+    out.gauge("inkling_queue_depth", "Requests waiting for a slot.", queue_depth);
+    out.gauge("inkling_requests_active", "Requests being served.", active);
 }
 
 }  // namespace inkling::gateway

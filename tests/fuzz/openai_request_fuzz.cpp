@@ -7,8 +7,9 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "gateway/api_error.h"
-#include "gateway/openai_request.h"
+#include "gateway/api/api_error.h"
+#include "gateway/api/json_fields.h"
+#include "gateway/api/openai/openai_request.h"
 
 namespace gw = inkling::gateway;
 

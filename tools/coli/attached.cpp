@@ -1,11 +1,16 @@
 #include "tools/coli/attached.h"
 
+// <utility> before Boost: 1.74's Asio uses std::exchange without including it, which g++ 12
+// in C++20 mode rejects.
+#include <utility>
+
 #include <chrono>
 
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
 #include <nlohmann/json.hpp>
 
-#include "gateway/asio.h"
-#include "gateway/openai_request.h"
+#include "protocol/text/base64.h"
 #include "tools/coli/sse_reader.h"
 
 namespace coli {
@@ -121,7 +126,7 @@ TurnResult Attached::turn(const std::vector<tml::Message>& history, const std::v
             nlohmann::json parts = nlohmann::json::array();
             if (!text.empty()) parts.push_back({{"type", "text"}, {"text", text}});
             for (const auto& c : clips) {
-                const std::string enc = inkling::gateway::encode_base64(c.wav);
+                const std::string enc = inkling::protocol::text::encode_base64(c.wav);
                 parts.push_back({{"type", "input_audio"}, {"input_audio", {{"data", enc}, {"format", "wav"}}}});
             }
             messages.push_back({{"role", role}, {"content", parts}});

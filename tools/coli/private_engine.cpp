@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gateway/output_splitter.h"
 #include "platform/process.h"
 #include "protocol/frame_encode.h"
+#include "protocol/text/output_splitter.h"
 
 namespace coli {
 
@@ -86,7 +86,7 @@ TurnResult PrivateEngine::turn(const std::vector<proto::tml::Message>& history, 
         r.error = engine_failure("cannot write to the engine");
         return r;
     }
-    inkling::gateway::OutputSplitter split(settings.effort == 0.0);
+    inkling::protocol::text::OutputSplitter split(settings.effort == 0.0);
     bool stop_sent = false, first = true;
     while (true) {
         if (!stop_sent && interrupted()) {
