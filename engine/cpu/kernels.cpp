@@ -193,7 +193,7 @@ __attribute__((target("avx512f"))) void axpys_avx512(const float* a, const float
         _mm512_storeu_ps(y + i + 48, y3);
     }
     for (; i < n; i += 16) {
-        const __mmask16 k = n - i >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (n - i)) - 1);
+        const __mmask16 k = lanes_below16(n - i);
         __m512 y0 = _mm512_maskz_loadu_ps(k, y + i);
         for (std::int64_t r = 0; r < rows; ++r)
             y0 = add_product_avx512(y0, _mm512_set1_ps(a[r]), _mm512_maskz_loadu_ps(k, x + r * stride + i));

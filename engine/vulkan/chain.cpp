@@ -704,7 +704,7 @@ void Chain::dense_mlp(int i) {
     gemv(f, *B.gate, h_, 0, u32(R), g_, 0, u32(I));
     gemv(f, *B.up, h_, 0, u32(R), u_, 0, u32(I));
     f.barrier();
-    const bool apart = swiglu_apart(f, g_, u_, u32(R * I), R);
+    const bool apart = ops_->swiglu_apart(f, g_, u_, u32(R * I), R > 1);
     gemv(f, *B.down, g_, 0, u32(R), a_, 0, u32(D), apart ? nullptr : &u_);  // of silu(gate)·up
     f.barrier();
     if (B.dense_scale != 1.0f) {
@@ -771,21 +771,11 @@ void Chain::shared_gate_up(Frame& f, int i) {
 void Chain::shared_down(Frame& f, int i) {
     const LayerBuffers& B = *layer_[i];
     const std::int64_t D = c_.hidden, R = R_, I = c_.moe_inter;
-    const bool apart = swiglu_apart(f, sg_, su_, u32(c_.shared_experts * R * I), R);
+    const bool apart = ops_->swiglu_apart(f, sg_, su_, u32(c_.shared_experts * R * I), R > 1);
     for (std::int64_t j = 0; j < c_.shared_experts; ++j)
         gemv(f, *B.sd[j], sg_, u32(j * R * I), u32(R), shared_out_, u32(j * R * D), u32(D), apart ? nullptr : &su_);
 }
 
-// A down projection's SwiGLU: one row (decode) takes it inside the product (a dispatch and a
-// barrier saved; the exact SwiGLU's arithmetic, shaders/pointwise.glsl, hides behind the
-// weights' reads), more rows once an element first (ew, in place on the gate rows) — inside a
-// product it would be computed again for every output row (prefill 20 % slower on the H100).
-bool Chain::swiglu_apart(Frame& f, const Buffer& gate, const Buffer& up, std::uint32_t n, std::int64_t rows) {
-    if (rows < 2 || n == 0) return false;
-    ops_->ew(f, EwOp::Swiglu, gate, up, n);
-    f.barrier();
-    return true;
-}
 
 void Chain::moe_tier(int i, const forward::Routing& routing, const float* h, forward::HostExperts& host) {
     const std::int64_t D = c_.hidden, R = R_, K = c_.top_k, P = R * K, NS = c_.shared_experts;

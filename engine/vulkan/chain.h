@@ -199,9 +199,6 @@ private:
     void shared_experts(Frame& f, int layer);  // into shared_out_: the two stages below, a barrier between
     void shared_gate_up(Frame& f, int layer);
     void shared_down(Frame& f, int layer);  // of silu(gate)·up
-    // Whether a down projection over `rows` rows takes its SwiGLU apart: then gate[i] =
-    // silu(gate[i])·up[i] for i < n now, and the product reads gate as it is.
-    bool swiglu_apart(Frame& f, const Buffer& gate, const Buffer& up, std::uint32_t n, std::int64_t rows);
     void finish(const std::vector<std::int64_t>& out_rows, float* logits, float* x);
     void join_moe(Frame& f, int i);  // the previous MoE layer's output into the residual
     Mirror& mirror(forward::SessionState* s);

@@ -119,15 +119,8 @@ void record_ffn(const Ops& ops, Frame& f, const BankT& b, const Chunks& chunks, 
         ops.moe_gemv(f, b.bf16, {I, D, pairs, x_div, ch.first, ch.count}, *ch.up, h, pu, route_e, table);
     }
     f.barrier();
-    // Down of silu(gate)·up. A decode row's pairs take the SwiGLU inside the product (a
-    // dispatch and a barrier saved, its arithmetic hidden behind the weights' reads); more rows
-    // than one token's take it once an element first, as the exact SwiGLU
-    // (shaders/pointwise.glsl) inside would be computed again for every output row.
-    const bool apart = pairs > x_div;
-    if (apart) {
-        ops.ew(f, EwOp::Swiglu, pg, pu, pairs * I);
-        f.barrier();
-    }
+    // Down of silu(gate)·up: more pairs than one token's take the SwiGLU apart.
+    const bool apart = ops.swiglu_apart(f, pg, pu, pairs * I, pairs > x_div);
     for (const auto& ch : chunks)
         ops.moe_gemv(f, b.bf16, {D, I, pairs, 1, ch.first, ch.count}, *ch.down, pg, py, route_e, table,
                      apart ? nullptr : &pu);

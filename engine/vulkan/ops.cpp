@@ -131,6 +131,13 @@ void Ops::ew(Frame& f, EwOp op, const Buffer& a, const Buffer& b, std::uint32_t 
     f.dispatch(*ew_, bind, &p, groups_for(n, 256));
 }
 
+bool Ops::swiglu_apart(Frame& f, const Buffer& gate, const Buffer& up, std::uint32_t n, bool apart) const {
+    if (!apart || n == 0) return false;
+    ew(f, EwOp::Swiglu, gate, up, n);
+    f.barrier();
+    return true;
+}
+
 void Ops::combine(Frame& f, const Buffer& a, const Buffer& routed, const Buffer& shared, const Buffer& weights,
                   std::uint32_t n, std::uint32_t width, std::uint32_t shared_n) const {
     const EwPush p{static_cast<std::uint32_t>(EwOp::Combine), n, width, shared_n, 1.0f};

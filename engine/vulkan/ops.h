@@ -162,6 +162,13 @@ public:
                      const Buffer& out) const;
     // a op= b (Add, Swiglu, Scale with p.scale).
     void ew(Frame& f, EwOp op, const Buffer& a, const Buffer& b, std::uint32_t n, float scale = 1.0f) const;
+    // A down projection's SwiGLU taken apart when `apart` (more rows than one token's): gate[i]
+    // = silu(gate[i])·up[i] for i < n once an element (ew), then a barrier, so the product
+    // reads gate as it is — inside a product the exact SwiGLU (shaders/pointwise.glsl) would
+    // be computed again for every output row (prefill 20 % slower on the H100). One token's
+    // rows keep it inside (a dispatch and a barrier saved; its arithmetic hides behind the
+    // weights' reads). Returns `apart`.
+    bool swiglu_apart(Frame& f, const Buffer& gate, const Buffer& up, std::uint32_t n, bool apart) const;
     // a = routed + Σ_j w[row][j]·shared[j] over rows of `width` floats.
     void combine(Frame& f, const Buffer& a, const Buffer& routed, const Buffer& shared, const Buffer& weights,
                  std::uint32_t n, std::uint32_t width, std::uint32_t shared_n) const;
