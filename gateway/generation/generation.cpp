@@ -1,10 +1,11 @@
 // Server::generate — one generation request from admission to the last byte, in no API
-// dialect's terms: wait for a slot, submit to the engine (again, transparently, if the engine
-// died before ACCEPT), commit HTTP 200 only on ACCEPT, then pump the engine's frames through
-// the GenerationDriver (generation_driver.h) and write what the dialect's Formatter makes of
-// them. Every wait has a deadline: the slot queue (--queue-timeout), a (re)starting engine
-// (120 s), ACCEPT (--accept-deadline), each next frame (--frame-deadline), each write
-// (--write-deadline). A client that hangs up gets its request CANCELled (hangup_watch.h).
+// dialect's terms: wait for a slot, submit to the engine (again, transparently, if the
+// engine died before ACCEPT), commit HTTP 200 only on ACCEPT, then pump the engine's frames
+// through the GenerationDriver (generation_driver.h) and write what the dialect's Formatter
+// makes of them. Every wait has a deadline: the slot queue (--queue-timeout), a
+// (re)starting engine (120 s), ACCEPT (--accept-deadline), each next frame
+// (--frame-deadline), each write (--write-deadline). A client that hangs up gets its
+// request CANCELled (gateway/http/hangup_watch.h).
 //
 // The steps, in order, each a member of Server::Generation (one request's state):
 //   admit()                  the model resident, then a slot (the conversation's, if free)

@@ -1,8 +1,8 @@
 // The handler table: each path's access (public or API key), methods and handler, and the
 // handlers that are not health or metrics (health.cpp): CORS preflight, the web UI's files,
-// the model list, and the generation routes. A generation route names its dialect (dialect.h):
-// it parses the body, shapes the answer and every error on that route, so a new API plugs in
-// as one table row and one dialect.
+// the model list, and the generation routes. A generation route names its dialect
+// (gateway/api/dialect.h): it parses the body, shapes the answer and every error on that
+// route, so a new API plugs in as one table row and one dialect.
 #include <algorithm>
 #include <cstdio>
 

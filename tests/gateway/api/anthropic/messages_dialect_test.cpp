@@ -1,7 +1,7 @@
-// The Anthropic Messages dialect's formatter (gateway/api/anthropic/dialect_messages.cpp) driven by the
-// generation driver: the named SSE events come in the order the SDK's MessageStream demands
-// and assemble into the same Message as the non-streaming body; stop reasons, usage, the
-// thinking blocks, and errors in Anthropic's shape and statuses.
+// The Anthropic Messages dialect's formatter (gateway/api/anthropic/dialect_messages.cpp)
+// driven by the generation driver: the named SSE events come in the order the SDK's
+// MessageStream demands and assemble into the same Message as the non-streaming body; stop
+// reasons, usage, the thinking blocks, and errors in Anthropic's shape and statuses.
 #include <doctest/doctest.h>
 
 #include "gateway/api/anthropic/anthropic_format.h"
