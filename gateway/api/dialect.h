@@ -1,8 +1,9 @@
 // An API dialect: how one HTTP API (OpenAI chat, OpenAI completions, the Anthropic Messages
-// API) reads its request body and writes the answer. The generation itself
-// (admission, the engine, stop sequences, the reasoning/content split) knows no dialect:
-// gateway/generation/generation_driver.h hands a dialect's Formatter the text pieces, the finish reason
-// and the usage, and the formatter writes either one JSON body or the SSE events.
+// API) reads its request body and writes the answer. The generation itself (admission, the
+// engine, stop sequences, the reasoning/content split) knows no dialect:
+// gateway/generation/generation_driver.h hands a dialect's Formatter the text pieces, the
+// finish reason and the usage, and the formatter writes either one JSON body or the SSE
+// events.
 //
 //   auto f = chat_dialect().make(request, {id, created, model});
 //   send(f->stream_start(usage));            // after the 200 head
@@ -10,8 +11,9 @@
 //   send(f->stream_end(Finish::EndOfTurn, usage));   // or f->stream_error(error)
 //   json body = f->body(answer);             // not streaming: the whole answer
 //
-// A new dialect is a Dialect value and a Formatter subclass beside dialect_chat.cpp; the
-// handler table (gateway/http/routes.cpp) maps its path to it.
+// A new dialect is a Dialect value and a Formatter subclass in its own folder under
+// gateway/api/ (as api/openai/dialect_chat.cpp); the handler table (gateway/http/routes.cpp)
+// maps its path to it.
 #pragma once
 
 #include <cstdint>

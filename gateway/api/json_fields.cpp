@@ -83,8 +83,7 @@ std::string require_model(const json& body, const std::vector<std::string>& mode
         if (m == id) return id;
         served += (served.empty() ? "'" : ", '") + m + "'";
     }
-    throw ApiError(404, "invalid_request_error", "The model '" + id + "' does not exist; this server serves " + served,
-                   "model", "model_not_found");
+    throw model_not_found("The model '" + id + "' does not exist; this server serves " + served);
 }
 
 }  // namespace inkling::gateway

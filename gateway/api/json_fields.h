@@ -1,7 +1,7 @@
-// Reading a request body and its fields, shared by the dialects' parsers (openai_request.cpp,
-// anthropic_request.cpp): the body within bounds (parse_body), then each field, where a JSON
-// null counts as absent and a field of the wrong type or out of range is an ApiError 400
-// naming it.
+// Reading a request body and its fields, shared by the dialects' parsers
+// (api/openai/openai_request.cpp, api/anthropic/anthropic_request.cpp): the body within
+// bounds (parse_body), then each field, where a JSON null counts as absent and a field of
+// the wrong type or out of range is an ApiError 400 naming it.
 //
 //   json body = parse_body(raw);                                       // 400 unless JSON within bounds
 //   if (const json* v = field(body, "seed")) …;                       // absent or null: nullptr

@@ -1,6 +1,7 @@
-// Which models' engines are resident: the decisions behind on-demand loading, the idle unload
-// (--model-idle-timeout) and the memory budget (--memory-budget), over a snapshot of the
-// models, with no I/O (gateway/engines/models.h acts on them; tests/gateway/engines/models_test.cpp).
+// Which models' engines are resident: the decisions behind on-demand loading, the idle
+// unload (--model-idle-timeout) and the memory budget (--memory-budget), over a snapshot of
+// the models, with no I/O (gateway/engines/models.h acts on them;
+// tests/gateway/engines/models_test.cpp).
 //
 //   RoomPlan p = make_room(snapshot, want, budget);
 //   if (p.fits) { for (i : p.unload) unload(i); ... then start `want` }   // else: wait, or refuse

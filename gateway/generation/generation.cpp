@@ -1,10 +1,11 @@
 // Server::generate — one generation request from admission to the last byte, in no API
-// dialect's terms: wait for a slot, submit to the engine (again, transparently, if the engine
-// died before ACCEPT), commit HTTP 200 only on ACCEPT, then pump the engine's frames through
-// the GenerationDriver (generation_driver.h) and write what the dialect's Formatter makes of
-// them. Every wait has a deadline: the slot queue (--queue-timeout), a (re)starting engine
-// (120 s), ACCEPT (--accept-deadline), each next frame (--frame-deadline), each write
-// (--write-deadline). A client that hangs up gets its request CANCELled (hangup_watch.h).
+// dialect's terms: wait for a slot, submit to the engine (again, transparently, if the
+// engine died before ACCEPT), commit HTTP 200 only on ACCEPT, then pump the engine's frames
+// through the GenerationDriver (generation_driver.h) and write what the dialect's Formatter
+// makes of them. Every wait has a deadline: the slot queue (--queue-timeout), a
+// (re)starting engine (120 s), ACCEPT (--accept-deadline), each next frame
+// (--frame-deadline), each write (--write-deadline). A client that hangs up gets its
+// request CANCELled (gateway/http/hangup_watch.h).
 //
 // The steps, in order, each a member of Server::Generation (one request's state):
 //   admit()                  the model resident, then a slot (the conversation's, if free)
@@ -139,7 +140,7 @@ void Server::Generation::start_watching() {
 // unused longest. A failure here is kept for refuse(). false: the client left while queued.
 awaitable<bool> Server::Generation::admit() {
     if (auto why = co_await s.models_.make_resident(model, Clock::now() + s.o_.engine_wait))
-        failure = ApiError(503, "server_error", *why, "model", "model_unavailable", 5);
+        failure = unavailable(*why, "model_unavailable", 5, "model");
     int preferred = -1;
     if (g.slot_hint) {
         if (*g.slot_hint >= slots.slots())
@@ -154,9 +155,9 @@ awaitable<bool> Server::Generation::admit() {
     auto r = co_await slots.acquire(preferred, Clock::now() + s.o_.queue_timeout, c.disconnected, c.wake);
     s.metrics_.queue_wait.observe(seconds(Clock::now() - t0));
     if (r.outcome == SlotPool::Outcome::QueueFull)
-        failure = ApiError(429, "rate_limit_error", "the queue is full; retry later", "", "queue_full", 1);
+        failure = rate_limited("the queue is full; retry later", "queue_full");
     else if (r.outcome == SlotPool::Outcome::TimedOut)
-        failure = ApiError(429, "rate_limit_error", "timed out waiting for a slot", "", "queue_timeout", 1);
+        failure = rate_limited("timed out waiting for a slot", "queue_timeout");
     else if (r.outcome == SlotPool::Outcome::Abandoned) {
         s.metrics_.client_cancels.inc();
         co_return false;
@@ -171,11 +172,11 @@ awaitable<bool> Server::Generation::submit_until_accepted() {
     int deaths_with_it = 0;  // engines that ended while they had this request
     for (int attempt = 0; !failure && !stream && !counted; ++attempt) {
         if (!co_await engine.wait_ready(Clock::now() + s.o_.engine_wait)) {
-            failure = ApiError(503, "server_error", "the engine is not available (" +
-                                                        std::string(EngineSupervisor::state_name(engine.state())) +
-                                                        (engine.reason().empty() ? "" : ": " + engine.reason()) + ")",
-                               "", "engine_unavailable",
-                               std::max(1, static_cast<int>(std::ceil(engine.seconds_to_next_attempt()))));
+            failure = unavailable("the engine is not available (" +
+                                      std::string(EngineSupervisor::state_name(engine.state())) +
+                                      (engine.reason().empty() ? "" : ": " + engine.reason()) + ")",
+                                  "engine_unavailable",
+                                  std::max(1, static_cast<int>(std::ceil(engine.seconds_to_next_attempt()))));
             break;
         }
         auto candidate = engine.submit(submit_frame());
@@ -227,10 +228,9 @@ awaitable<bool> Server::Generation::await_accept(const std::shared_ptr<RequestSt
                          candidate->id().c_str(), static_cast<long long>(s.o_.accept_deadline.count()));
             engine.cancel(candidate->id());
             engine.release(candidate->id());
-            failure = ApiError(503, "server_error",
-                               "the engine did not accept the request within " +
-                                   std::to_string(s.o_.accept_deadline.count()) + " s",
-                               "", "engine_timeout", 1);
+            failure = unavailable(
+                "the engine did not accept the request within " + std::to_string(s.o_.accept_deadline.count()) + " s",
+                "engine_timeout", 1);
             co_return true;
         }
         if (auto* a = std::get_if<protocol::Accept>(&*ev)) {
@@ -255,14 +255,13 @@ awaitable<bool> Server::Generation::await_accept(const std::shared_ptr<RequestSt
                 // not as "retry later" (the engine is fine; see EngineLife's header).
                 std::fprintf(stderr, "[gateway] %s: the engine died each of the %d times it had this request: "
                              "failing it\n", id().c_str(), deaths_with_it);
-                failure = ApiError(500, "server_error",
-                                   "the engine died each of the " + std::to_string(deaths_with_it) +
-                                       " times it was given this request, so it is not retried (the last: " +
-                                       died->reason + ")",
-                                   "", "engine_crashed");
+                failure = server_error("the engine died each of the " + std::to_string(deaths_with_it) +
+                                           " times it was given this request, so it is not retried (the last: " +
+                                           died->reason + ")",
+                                       "engine_crashed");
             } else if (attempt + 1 >= s.o_.retries) {
-                failure = ApiError(503, "server_error", "the engine died before accepting the request (" + died->reason + ")",
-                                   "", "engine_unavailable", 2);
+                failure = unavailable("the engine died before accepting the request (" + died->reason + ")",
+                                      "engine_unavailable", 2);
             } else {
                 std::fprintf(stderr, "[gateway] %s: the engine died before ACCEPT (%s); retrying\n", id().c_str(),
                              died->reason.c_str());

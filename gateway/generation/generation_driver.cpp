@@ -166,21 +166,20 @@ ApiError engine_refusal(const protocol::Error& e) {
     using protocol::ErrorCode;
     switch (e.code) {
     case ErrorCode::ContextExceeded:
-        return ApiError(400, "invalid_request_error", "This model's context cannot hold the prompt (" + e.detail + ")",
-                        "messages", "context_length_exceeded");
+        return bad_request("This model's context cannot hold the prompt (" + e.detail + ")", "messages",
+                           "context_length_exceeded");
     case ErrorCode::BadRequest:
     case ErrorCode::EmptyPrompt:
     case ErrorCode::AudioMismatch:
     case ErrorCode::NotSupported:
-        return ApiError(400, "invalid_request_error", std::string(protocol::to_string(e.code)) + ": " + e.detail);
+        return bad_request(std::string(protocol::to_string(e.code)) + ": " + e.detail);
     case ErrorCode::SlotBusy:
     case ErrorCode::Overloaded:
-        return ApiError(429, "rate_limit_error", "the engine is busy; retry", "", "engine_busy", 1);
+        return rate_limited("the engine is busy; retry", "engine_busy");
     default:
-        return ApiError(500, "server_error",
-                        "the engine failed the request: " + std::string(protocol::to_string(e.code)) +
-                            (e.detail.empty() ? "" : " " + e.detail),
-                        "", "engine_error");
+        return server_error("the engine failed the request: " + std::string(protocol::to_string(e.code)) +
+                                (e.detail.empty() ? "" : " " + e.detail),
+                            "engine_error");
     }
 }
 
@@ -196,7 +195,7 @@ std::optional<std::uint64_t> context_exceeded_prompt_tokens(const protocol::Erro
 }
 
 ApiError generation_failure(const std::string& why, const std::string& code) {
-    return ApiError(503, "server_error", "generation failed: " + why, "", code, 1);
+    return unavailable("generation failed: " + why, code, 1);
 }
 
 }  // namespace inkling::gateway

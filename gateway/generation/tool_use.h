@@ -1,7 +1,8 @@
 // What a request asks of tools, in no API dialect's words: the declared functions, which of
-// them the model may or must call, and at most how many in one turn. Filled by the dialects'
-// parsers (openai_tools.h, the Messages API's), read by the renderer (the declaration
-// block), the output parser (calls only when declared) and the generation driver.
+// them the model may or must call, and at most how many in one turn. Filled by the
+// dialects' parsers (gateway/api/openai/openai_tools.h, the Messages API's), read by the
+// renderer (the declaration block), the output parser (calls only when declared) and the
+// generation driver.
 #pragma once
 
 #include <string>

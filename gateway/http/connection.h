@@ -1,5 +1,5 @@
 // One client connection, shared by the HTTP plumbing (server.cpp) and the generation
-// handler (generation.cpp). Internal to the gateway.
+// handler (gateway/generation/generation.cpp). Internal to the gateway.
 #pragma once
 
 #include <memory>

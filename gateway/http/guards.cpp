@@ -36,11 +36,11 @@ awaitable<bool> Server::route(Connection& c, Request& req) {
     try {
         if (req.count(http::field::host) > 1 || (req.version() >= 11 && req[http::field::host].empty())) {
             req.keep_alive(false);
-            co_await refuse_early(c, req, path, ApiError(400, "invalid_request_error", "exactly one Host header is required"));
+            co_await refuse_early(c, req, path, bad_request("exactly one Host header is required"));
             co_return false;
         }
         if (!host_allowed(req)) {
-            co_await refuse_early(c, req, path, ApiError(403, "forbidden", "Host header not allowed"));
+            co_await refuse_early(c, req, path, forbidden("Host header not allowed"));
             co_return false;
         }
         // The per-address cap: connections of a direct client, requests in flight of one
@@ -56,10 +56,9 @@ awaitable<bool> Server::route(Connection& c, Request& req) {
             if (it != per_ip_.end() && it->second > o_.max_connections_per_ip) {
                 req.keep_alive(false);
                 co_await refuse_early(c, req, path,
-                                      ApiError(429, "rate_limit_error",
-                                               "too many connections from " + client.address + " (" +
-                                                   std::to_string(o_.max_connections_per_ip) + " at most); retry",
-                                               "", "too_many_connections", 1));
+                                      rate_limited("too many connections from " + client.address + " (" +
+                                                       std::to_string(o_.max_connections_per_ip) + " at most); retry",
+                                                   "too_many_connections"));
                 co_return false;
             }
         }
@@ -69,10 +68,9 @@ awaitable<bool> Server::route(Connection& c, Request& req) {
         // browsers send no Origin, and any Content-Type is read as JSON.
         if (method != http::verb::get && method != http::verb::head && method != http::verb::options &&
             !origin_permitted(req))
-            throw ApiError(403, "forbidden",
-                           "the Origin '" + protocol::printable(std::string(req[http::field::origin]), 200) +
-                               "' may not call this gateway (allow it with --cors-origin)",
-                           "", "origin_not_allowed");
+            throw forbidden("the Origin '" + protocol::printable(std::string(req[http::field::origin]), 200) +
+                                "' may not call this gateway (allow it with --cors-origin)",
+                            "origin_not_allowed");
         static const Route kNone{"", false, false, Route::kAny, "", nullptr};
         Call call{c, req, path, route ? *route : kNone};
         if (method == http::verb::options) co_return co_await on_preflight(call);
@@ -82,18 +80,16 @@ awaitable<bool> Server::route(Connection& c, Request& req) {
                 if (served) co_return true;
             }
             const bool api = path.starts_with("/v1/") || path == "/metrics";
-            if (!api) throw ApiError(404, "invalid_request_error", "no route for " + std::string(req.method_string()) + " " + path);
-            if (!authorized(req)) throw ApiError(401, "authentication_error", "Incorrect API key provided", "", "invalid_api_key");
-            throw ApiError(404, "invalid_request_error", "no route for " + path);
+            if (!api) throw not_found("no route for " + std::string(req.method_string()) + " " + path);
+            if (!authorized(req)) throw invalid_api_key();
+            throw not_found("no route for " + path);
         }
-        if (route->needs_key && !authorized(req))
-            throw ApiError(401, "authentication_error", "Incorrect API key provided", "", "invalid_api_key");
-        if (!route->allows(method)) throw ApiError(405, "invalid_request_error", route->method_hint);
+        if (route->needs_key && !authorized(req)) throw invalid_api_key();
+        if (!route->allows(method)) throw method_not_allowed(route->method_hint);
         // Shutting down: a connection opened before the signal may not start new work (it
         // would stretch the drain); 503 and the connection closes.
         if (!accepting_ && route->dialect)
-            throw ApiError(503, "server_error", "the gateway is shutting down; retry elsewhere or later", "",
-                           "draining", 1);
+            throw unavailable("the gateway is shutting down; retry elsewhere or later", "draining", 1);
         co_return co_await (this->*route->handler)(call);
     } catch (const ApiError& e) {
         failure = e;  // (a coroutine cannot co_await inside a handler)
@@ -101,7 +97,7 @@ awaitable<bool> Server::route(Connection& c, Request& req) {
         // A bug or an engine's odd telemetry, not the caller's fault: logged, a 500.
         std::fprintf(stderr, "[gateway] internal error on %s %s: %s\n", std::string(req.method_string()).c_str(),
                      path.c_str(), e.what());
-        failure = ApiError(500, "server_error", std::string("internal error: ") + e.what());
+        failure = server_error(std::string("internal error: ") + e.what());
     }
     // A stream already committed (SSE) cannot take an error body: end the connection.
     if (c.close_after) co_return false;

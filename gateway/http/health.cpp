@@ -58,7 +58,7 @@ awaitable<bool> Server::on_health(Call& call) {
 awaitable<bool> Server::on_model_health(Call& call) {
     const std::string id = call.path.substr(std::string_view("/health/").size());
     const Model* m = models_.find(id);
-    if (!m) throw ApiError(404, "invalid_request_error", "The model '" + id + "' does not exist", "model", "model_not_found");
+    if (!m) throw model_not_found("The model '" + id + "' does not exist");
     int status = 0, retry = 0;
     nlohmann::json body;
     health_state(status, retry, body, m);

@@ -1,8 +1,8 @@
 // The handler table: each path's access (public or API key), methods and handler, and the
 // handlers that are not health or metrics (health.cpp): CORS preflight, the web UI's files,
-// the model list, and the generation routes. A generation route names its dialect (dialect.h):
-// it parses the body, shapes the answer and every error on that route, so a new API plugs in
-// as one table row and one dialect.
+// the model list, and the generation routes. A generation route names its dialect
+// (gateway/api/dialect.h): it parses the body, shapes the answer and every error on that
+// route, so a new API plugs in as one table row and one dialect.
 #include <algorithm>
 #include <cstdio>
 
@@ -101,9 +101,8 @@ awaitable<bool> Server::on_models(Call& call) {
 // /v1/models/{id}: an unknown id is a 404 whatever the method.
 awaitable<bool> Server::on_model(Call& call) {
     const std::string id = call.path.substr(11);
-    if (!models_.find(id))
-        throw ApiError(404, "invalid_request_error", "The model '" + id + "' does not exist", "model", "model_not_found");
-    if (call.req.method() != http::verb::get) throw ApiError(405, "invalid_request_error", "use GET");
+    if (!models_.find(id)) throw model_not_found("The model '" + id + "' does not exist");
+    if (call.req.method() != http::verb::get) throw method_not_allowed("use GET");
     const nlohmann::json model = model_object(id);
     co_await write_json(call.c, call.req, 200, model, "models");
     co_return true;
@@ -152,7 +151,7 @@ awaitable<bool> Server::on_generation(Call& call) {
         } catch (const ApiError& e) {
             refused = e;
         } catch (const std::exception& e) {
-            refused = ApiError(500, "server_error", std::string("could not read the request: ") + e.what());
+            refused = server_error(std::string("could not read the request: ") + e.what());
         }
         asio::post(io_, [&, done] {
             finished = true;

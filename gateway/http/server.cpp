@@ -67,7 +67,7 @@ awaitable<void> Server::accept_loop() {
 
 awaitable<void> Server::refuse(tcp::socket socket) {
     const std::string body =
-        ApiError(429, "rate_limit_error", "too many connections; retry", "", "too_many_connections", 1).body().dump();
+        rate_limited("too many connections; retry", "too_many_connections").body().dump();
     const std::string response = "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
                                  "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
     boost::system::error_code ec;
@@ -106,8 +106,8 @@ awaitable<void> Server::serve(std::shared_ptr<Connection> c) {
             if (ec == http::error::body_limit) {
                 Response res{http::status::payload_too_large, 11};
                 res.set(http::field::content_type, "application/json");
-                const ApiError too_large(413, "invalid_request_error",
-                                         "the request body exceeds " + std::to_string(o_.max_body) + " bytes");
+                const ApiError too_large =
+                    payload_too_large("the request body exceeds " + std::to_string(o_.max_body) + " bytes");
                 // The headers are in: the path's dialect shapes the error, as any on its route.
                 const std::string target(parser.get().target());
                 const Dialect* dialect = dialect_of(target.substr(0, target.find('?')));
@@ -120,7 +120,7 @@ awaitable<void> Server::serve(std::shared_ptr<Connection> c) {
                        ec != http::error::end_of_stream && ec != http::error::partial_message) {
                 Response res{http::status::bad_request, 11};
                 res.set(http::field::content_type, "application/json");
-                res.body() = ApiError(400, "invalid_request_error", "malformed HTTP request: " + ec.message()).body().dump();
+                res.body() = bad_request("malformed HTTP request: " + ec.message()).body().dump();
                 res.keep_alive(false);
                 res.prepare_payload();
                 metrics_.request("other", 400);

@@ -1,9 +1,10 @@
-// Structured outputs through the official `openai` client on the real engine and the demo model,
-// whose weights would never write JSON by themselves: `response_format` json_schema and
-// json_object are enforced by the engine's constrained decoding (gateway/api/openai/response_format.h),
-// so every answer parses and validates (ajv) on every seed; a schema construct the engine
-// cannot enforce and a wrong envelope are 400s naming them; an answer cut by max_tokens says
-// finish_reason "length" and is still the start of the JSON.
+// Structured outputs through the official `openai` client on the real engine and the demo
+// model, whose weights would never write JSON by themselves: `response_format` json_schema
+// and json_object are enforced by the engine's constrained decoding
+// (gateway/api/openai/response_format.h), so every answer parses and validates (ajv) on
+// every seed; a schema construct the engine cannot enforce and a wrong envelope are 400s
+// naming them; an answer cut by max_tokens says finish_reason "length" and is still the
+// start of the JSON.
 //
 //   node structured_outputs.test.mjs --base URL --api-key K [--seeds 50]
 

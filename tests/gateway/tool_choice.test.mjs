@@ -1,8 +1,9 @@
 // Forced tool choices through the official `openai` client on the real engine and the demo
 // model, whose random weights would never call a tool by themselves: `tool_choice` naming a
-// function and `required` are enforced by the engine's constrained decoding (the gateway sends
-// the call's grammar, gateway/generation/tool_constraint.h), so the answer is that call, its arguments
-// valid against the function's JSON Schema (checked with ajv), on every seed.
+// function and `required` are enforced by the engine's constrained decoding (the gateway
+// sends the call's grammar, gateway/generation/tool_constraint.h), so the answer is that
+// call, its arguments valid against the function's JSON Schema (checked with ajv), on every
+// seed.
 //
 //   node tool_choice.test.mjs --base URL --api-key K [--seeds 50]
 

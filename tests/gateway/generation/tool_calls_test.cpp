@@ -1,5 +1,6 @@
-// The tool-call parser (gateway/generation/tool_calls.h): the model's TMLv0 output → channels and calls,
-// the same whatever way the bytes are split, released as early as a streaming client needs.
+// The tool-call parser (gateway/generation/tool_calls.h): the model's TMLv0 output →
+// channels and calls, the same whatever way the bytes are split, released as early as a
+// streaming client needs.
 #include <doctest/doctest.h>
 
 #include <string>

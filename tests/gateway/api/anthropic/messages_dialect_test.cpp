@@ -1,7 +1,7 @@
-// The Anthropic Messages dialect's formatter (gateway/api/anthropic/dialect_messages.cpp) driven by the
-// generation driver: the named SSE events come in the order the SDK's MessageStream demands
-// and assemble into the same Message as the non-streaming body; stop reasons, usage, the
-// thinking blocks, and errors in Anthropic's shape and statuses.
+// The Anthropic Messages dialect's formatter (gateway/api/anthropic/dialect_messages.cpp)
+// driven by the generation driver: the named SSE events come in the order the SDK's
+// MessageStream demands and assemble into the same Message as the non-streaming body; stop
+// reasons, usage, the thinking blocks, and errors in Anthropic's shape and statuses.
 #include <doctest/doctest.h>
 
 #include "gateway/api/anthropic/anthropic_format.h"
@@ -308,19 +308,19 @@ TEST_CASE("messages: errors are Anthropic error objects with Anthropic's statuse
     };
     const Case cases[] = {
         {bad_request("'max_tokens' is required", "max_tokens"), 400, "invalid_request_error"},
-        {ApiError(401, "authentication_error", "Incorrect API key provided", "", "invalid_api_key"), 401, "authentication_error"},
-        {ApiError(403, "forbidden", "Host header not allowed"), 403, "permission_error"},
-        {ApiError(404, "invalid_request_error", "no model", "model", "model_not_found"), 404, "not_found_error"},
-        {ApiError(405, "invalid_request_error", "use POST"), 405, "invalid_request_error"},
-        {ApiError(413, "invalid_request_error", "too large"), 413, "request_too_large"},
+        {invalid_api_key(), 401, "authentication_error"},
+        {forbidden("Host header not allowed"), 403, "permission_error"},
+        {model_not_found("no model"), 404, "not_found_error"},
+        {method_not_allowed("use POST"), 405, "invalid_request_error"},
+        {payload_too_large("too large"), 413, "request_too_large"},
         // A limit on one client is a rate limit; the server out of room is overloaded (529).
-        {ApiError(429, "rate_limit_error", "too many connections", "", "too_many_connections", 1), 429, "rate_limit_error"},
-        {ApiError(429, "rate_limit_error", "the queue is full; retry later", "", "queue_full", 1), 529, "overloaded_error"},
-        {ApiError(429, "rate_limit_error", "timed out waiting for a slot", "", "queue_timeout", 1), 529, "overloaded_error"},
+        {rate_limited("too many connections", "too_many_connections"), 429, "rate_limit_error"},
+        {rate_limited("the queue is full; retry later", "queue_full"), 529, "overloaded_error"},
+        {rate_limited("timed out waiting for a slot", "queue_timeout"), 529, "overloaded_error"},
         {engine_refusal({"g1", protocol::ErrorCode::SlotBusy, ""}), 529, "overloaded_error"},
         {generation_failure("no frame", "engine_timeout"), 504, "timeout_error"},
-        {ApiError(503, "server_error", "the engine is not available", "", "engine_unavailable", 2), 503, "api_error"},
-        {ApiError(500, "server_error", "internal error"), 500, "api_error"},
+        {unavailable("the engine is not available", "engine_unavailable", 2), 503, "api_error"},
+        {server_error("internal error"), 500, "api_error"},
     };
     for (const auto& c : cases) {
         CAPTURE(c.error.what());

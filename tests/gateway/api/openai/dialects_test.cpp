@@ -1,7 +1,7 @@
-// The OpenAI dialects' formatters (gateway/api/openai/dialect_chat.cpp, dialect_completions.cpp) driven
-// by the generation driver: a streamed answer assembles into the same answer as the
-// non-streaming body, finish reasons and usage in OpenAI's shapes, errors as error objects
-// (a body, or a data event and [DONE] mid-stream).
+// The OpenAI dialects' formatters (gateway/api/openai/dialect_chat.cpp,
+// dialect_completions.cpp) driven by the generation driver: a streamed answer assembles
+// into the same answer as the non-streaming body, finish reasons and usage in OpenAI's
+// shapes, errors as error objects (a body, or a data event and [DONE] mid-stream).
 #include <doctest/doctest.h>
 
 #include "gateway/api/openai/dialect_chat.h"
