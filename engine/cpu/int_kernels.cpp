@@ -242,6 +242,150 @@ void prepare_int_activations(Isa isa, bool q4_order, const float* x, std::int64_
     }
 }
 
+namespace {
+
+// The weight scale of each block of row o: the row's scales as they are for groups of 32,
+// else expanded into `slot` of the thread's buffer `buf`.
+struct BlockScales {
+    const Matrix& w;
+    std::int64_t blocks;  // of a row
+    std::vector<float>& buf;
+
+    // Room in `buf` for `slots` expanded rows (none is needed for groups of 32).
+    void reserve(std::int64_t slots) {
+        if (w.group != kB && buf.size() < static_cast<std::size_t>(slots * blocks))
+            buf.resize(static_cast<std::size_t>(slots * blocks));
+    }
+    const float* operator()(std::int64_t o, std::int64_t slot) const {
+        const float* sw = w.row_scales(o);
+        if (w.group == kB) return sw;
+        float* out = buf.data() + slot * blocks;
+        const std::int64_t per = w.group / kB;  // blocks a scale covers
+        for (std::int64_t b = 0; b < blocks; b += per) std::fill_n(out + b, std::min(per, blocks - b), sw[b / per]);
+        return static_cast<const float*>(out);
+    }
+};
+
+// Many activation rows: weight rows [begin, end) 16 at a time, a lane each (lanes_vnni).
+// Returns where it stopped: the last rows (fewer than 16) are left to the other loops.
+std::int64_t lanes_rows(const IntKernels& k, const Matrix& w, const quant::QuantizedActivations& a,
+                        const std::int8_t* xq, BlockScales& scales_of, std::int64_t begin, std::int64_t end, float* y) {
+    const bool q4 = w.dtype == DType::Q4;
+    const auto row_bytes = static_cast<std::int64_t>(model::dtype_bytes(w.dtype, w.row_stride));
+    scales_of.reserve(kLanes);
+    for (; begin + kLanes <= end; begin += kLanes) {
+        const float* sw[kLanes];
+        for (std::int64_t l = 0; l < kLanes; ++l) sw[l] = scales_of(begin + l, l);
+        k.lanes(q4, w.lane_packed, reinterpret_cast<const std::uint8_t*>(w.row(begin)), row_bytes, sw, a, xq, w.rows,
+                y + begin);
+    }
+    return begin;
+}
+
+// The multi-row kernels: a block of weight rows (kept in L2) meets every group of
+// kRowsPerLoad activation rows (in L1) in turn; with few activation rows the weights stream
+// once.
+void many_rows(const IntKernels& k, const Matrix& w, const IntActivations& x, const std::int8_t* xq,
+               BlockScales& scales_of, std::int64_t begin, std::int64_t end, float* y) {
+    const quant::QuantizedActivations& a = x.a;
+    const bool q4 = w.dtype == DType::Q4;
+    const auto row_bytes = static_cast<std::int64_t>(model::dtype_bytes(w.dtype, w.row_stride));
+    const std::int64_t block = std::max<std::int64_t>(1, kWeightBlockBytes / std::max<std::int64_t>(1, row_bytes));
+    const bool row_scale = !q4 && k.many_i8_row_scale && w.group >= a.padded;
+    if (!row_scale) scales_of.reserve(block);
+    std::vector<const float*>& sws = thread_scratch<const float*, struct sws_scratch>();
+    sws.resize(static_cast<std::size_t>(block));
+    // The kernels, and the order of the activations they read: lane-packed weights meet
+    // activations in the lane order (int4: the q4 order's values); int4 in column order
+    // the x4 order's kernels where there are some (the same bits).
+    const std::int8_t* xr = xq;
+    const ManyFn* many = q4 ? k.many_q4 : row_scale ? k.many_i8_row_scale : k.many_i8;
+    if (w.lane_packed) {
+        xr = q4 ? x.q4_lanes.data() : x.lanes.data();
+        many = q4 ? k.many_q4_lanes : row_scale ? k.many_i8_lanes_row_scale : k.many_i8_lanes;
+    } else if (q4 && !x.q4x4.empty()) {
+        xr = x.q4x4.data();
+        many = k.many_q4_x4;
+    }
+    for (std::int64_t ob = begin; ob < end; ob += block) {
+        const std::int64_t oe = std::min(end, ob + block);
+        for (std::int64_t o = ob; o < oe; ++o)
+            sws[static_cast<std::size_t>(o - ob)] = row_scale ? w.row_scales(o) : scales_of(o, o - ob);
+        for (std::int64_t s = 0; s < a.rows; s += kRowsPerLoad) {
+            const int r = static_cast<int>(std::min<std::int64_t>(kRowsPerLoad, a.rows - s));
+            const std::int8_t* xs[kRowsPerLoad];
+            Blocks blocks[kRowsPerLoad];
+            for (int i = 0; i < r; ++i) xs[i] = xr + (s + i) * a.padded;
+            for (int i = 0; i < r; ++i)
+                blocks[i] = {a.sums.data() + (s + i) * a.blocks, nullptr, a.scales.data() + (s + i) * a.blocks,
+                             a.blocks};
+            // The block's weight rows in one call (the kernels' many_* loops).
+            many[r - 1](reinterpret_cast<const std::uint8_t*>(w.row(ob)), row_bytes, oe - ob, xs, blocks, sws.data(),
+                        y + s * w.rows + ob, w.rows);
+        }
+    }
+}
+
+// Weight rows in pairs against activation rows in pairs (IntKernels::tile_*); a last odd
+// activation row goes through dot_*. Returns where it stopped: a last odd weight row is left
+// to one_rows.
+std::int64_t tile_rows(const IntKernels& k, TileFn tile, const Matrix& w, const IntActivations& x,
+                       const BlockScales& scales_of, std::int64_t begin, std::int64_t end, float* y) {
+    const quant::QuantizedActivations& a = x.a;
+    const bool q4 = w.dtype == DType::Q4;
+    const std::int8_t* xt = q4 ? x.q4.data() : a.q.data();
+    auto blocks_of = [&](std::int64_t s, const float* sw) {
+        return Blocks{a.sums.data() + s * a.blocks, sw, a.scales.data() + s * a.blocks, a.blocks};
+    };
+    for (; begin + 2 <= end; begin += 2) {
+        const std::int64_t o = begin;
+        const float* sw[2] = {scales_of(o, 0), scales_of(o + 1, 1)};
+        const std::uint8_t* ws[2] = {reinterpret_cast<const std::uint8_t*>(w.row(o)),
+                                     reinterpret_cast<const std::uint8_t*>(w.row(o + 1))};
+        std::int64_t s = 0;
+        for (; s + 2 <= a.rows; s += 2) {
+            const std::int8_t* xs[2] = {xt + s * a.padded, xt + (s + 1) * a.padded};
+            const Blocks kb[4] = {blocks_of(s, sw[0]), blocks_of(s + 1, sw[0]), blocks_of(s, sw[1]),
+                                  blocks_of(s + 1, sw[1])};
+            float out[4];
+            tile(ws, xs, kb, out);
+            y[s * w.rows + o] = out[0];
+            y[(s + 1) * w.rows + o] = out[1];
+            y[s * w.rows + o + 1] = out[2];
+            y[(s + 1) * w.rows + o + 1] = out[3];
+        }
+        for (; s < a.rows; ++s)
+            for (int r = 0; r < 2; ++r)
+                y[s * w.rows + o + r] = q4 ? k.dot_q4(ws[r], xt + s * a.padded, blocks_of(s, sw[r]))
+                                           : k.dot_i8(reinterpret_cast<const std::int8_t*>(ws[r]),
+                                                      xt + s * a.padded, blocks_of(s, sw[r]));
+    }
+    return begin;
+}
+
+// One weight row against one activation row at a time (dot_*); with `unpack`, each int4
+// row widened to int8 once for all the activation rows.
+void one_rows(const IntKernels& k, const Matrix& w, const quant::QuantizedActivations& a, const std::int8_t* xq,
+              bool unpack, const BlockScales& scales_of, std::int64_t begin, std::int64_t end, float* y) {
+    const bool q4 = w.dtype == DType::Q4;
+    std::vector<std::int8_t>& row_buf = thread_scratch<std::int8_t, struct row_buf_scratch>();
+    if (unpack && row_buf.size() < static_cast<std::size_t>(a.padded)) row_buf.resize(static_cast<std::size_t>(a.padded));
+    for (std::int64_t o = begin; o < end; ++o) {
+        const float* sw = scales_of(o, 0);
+        const auto* row = reinterpret_cast<const std::uint8_t*>(w.row(o));
+        if (unpack) k.unpack_q4(row, a.padded, row_buf.data());
+        for (std::int64_t s = 0; s < a.rows; ++s) {
+            const Blocks blocks{a.sums.data() + s * a.blocks, sw, a.scales.data() + s * a.blocks, a.blocks};
+            float& out = y[s * w.rows + o];
+            if (!q4) out = k.dot_i8(reinterpret_cast<const std::int8_t*>(row), xq + s * a.padded, blocks);
+            else if (unpack) out = k.dot_i8(row_buf.data(), xq + s * a.padded, blocks);
+            else out = k.dot_q4(row, xq + s * a.padded, blocks);
+        }
+    }
+}
+
+}  // namespace
+
 void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::int64_t begin, std::int64_t end,
                       float* y) {
     const quant::QuantizedActivations& a = x.a;
@@ -261,124 +405,20 @@ void int_product_rows(Isa isa, const Matrix& w, const IntActivations& x, std::in
     if (multi && q4 && x.q4.empty()) throw std::runtime_error("int_product_rows: int4 weights need the q4 order");
     const bool unpack = !multi && q4 && a.rows >= kUnpackFromRows;
     const std::int8_t* xq = q4 && !unpack && k.q4_order ? x.q4.data() : a.q.data();
-    std::vector<float>& sw_buf = thread_scratch<float, struct sw_buf_scratch>();
-    std::vector<std::int8_t>& row_buf = thread_scratch<std::int8_t, struct row_buf_scratch>();
-    // The weight scale of each block of row o: the row's scales as they are for groups of
-    // 32, else expanded into `slot` of sw_buf.
-    auto scales_of = [&](std::int64_t o, std::int64_t slot) {
-        const float* sw = w.row_scales(o);
-        if (w.group == kB) return sw;
-        float* out = sw_buf.data() + slot * a.blocks;
-        const std::int64_t per = w.group / kB;  // blocks a scale covers
-        for (std::int64_t b = 0; b < a.blocks; b += per) std::fill_n(out + b, std::min(per, a.blocks - b), sw[b / per]);
-        return static_cast<const float*>(out);
-    };
+    BlockScales scales_of{w, a.blocks, thread_scratch<float, struct sw_buf_scratch>()};
     if (multi && k.lanes && a.rows >= kLanesFromRows && end - begin >= kLanes) {
-        // Many activation rows: 16 weight rows at a time, a lane each (lanes_vnni); the last
-        // rows (fewer than 16) below.
-        const auto row_bytes = static_cast<std::int64_t>(model::dtype_bytes(w.dtype, w.row_stride));
-        if (w.group != kB && sw_buf.size() < static_cast<std::size_t>(kLanes * a.blocks))
-            sw_buf.resize(static_cast<std::size_t>(kLanes * a.blocks));
-        for (; begin + kLanes <= end; begin += kLanes) {
-            const float* sw[kLanes];
-            for (std::int64_t l = 0; l < kLanes; ++l) sw[l] = scales_of(begin + l, l);
-            k.lanes(q4, w.lane_packed, reinterpret_cast<const std::uint8_t*>(w.row(begin)), row_bytes, sw, a, xq, w.rows,
-                    y + begin);
-        }
+        begin = lanes_rows(k, w, a, xq, scales_of, begin, end, y);
         if (begin == end) return;
     }
     if (w.lane_packed && (q4 ? x.q4_lanes : x.lanes).empty())
         throw std::logic_error(std::string("int_product_rows: lane-packed ") + model::dtype_name(w.dtype) +
                                " weights need the activations' lane order (prepare_int_activations with the same "
                                "ISA gives it" + (q4 ? ", in the q4 order)" : ")"));
-    if (multi) {
-        // A block of weight rows (kept in L2) meets every group of kRowsPerLoad activation
-        // rows (in L1) in turn; with few activation rows the weights stream once.
-        const auto row_bytes = static_cast<std::int64_t>(model::dtype_bytes(w.dtype, w.row_stride));
-        const std::int64_t block = std::max<std::int64_t>(1, kWeightBlockBytes / std::max<std::int64_t>(1, row_bytes));
-        const bool row_scale = !q4 && k.many_i8_row_scale && w.group >= a.padded;
-        if (!row_scale && w.group != kB && sw_buf.size() < static_cast<std::size_t>(block * a.blocks))
-            sw_buf.resize(static_cast<std::size_t>(block * a.blocks));
-        std::vector<const float*>& sws = thread_scratch<const float*, struct sws_scratch>();
-        sws.resize(static_cast<std::size_t>(block));
-        // The kernels, and the order of the activations they read: lane-packed weights meet
-        // activations in the lane order (int4: the q4 order's values); int4 in column order
-        // the x4 order's kernels where there are some (the same bits).
-        const std::int8_t* xr = xq;
-        const ManyFn* many = q4 ? k.many_q4 : row_scale ? k.many_i8_row_scale : k.many_i8;
-        if (w.lane_packed) {
-            xr = q4 ? x.q4_lanes.data() : x.lanes.data();
-            many = q4 ? k.many_q4_lanes : row_scale ? k.many_i8_lanes_row_scale : k.many_i8_lanes;
-        } else if (q4 && !x.q4x4.empty()) {
-            xr = x.q4x4.data();
-            many = k.many_q4_x4;
-        }
-        for (std::int64_t ob = begin; ob < end; ob += block) {
-            const std::int64_t oe = std::min(end, ob + block);
-            for (std::int64_t o = ob; o < oe; ++o)
-                sws[static_cast<std::size_t>(o - ob)] = row_scale ? w.row_scales(o) : scales_of(o, o - ob);
-            for (std::int64_t s = 0; s < a.rows; s += kRowsPerLoad) {
-                const int r = static_cast<int>(std::min<std::int64_t>(kRowsPerLoad, a.rows - s));
-                const std::int8_t* xs[kRowsPerLoad];
-                Blocks blocks[kRowsPerLoad];
-                for (int i = 0; i < r; ++i) xs[i] = xr + (s + i) * a.padded;
-                for (int i = 0; i < r; ++i)
-                    blocks[i] = {a.sums.data() + (s + i) * a.blocks, nullptr, a.scales.data() + (s + i) * a.blocks,
-                                 a.blocks};
-                // The block's weight rows in one call (the kernels' many_* loops).
-                many[r - 1](reinterpret_cast<const std::uint8_t*>(w.row(ob)), row_bytes, oe - ob, xs, blocks, sws.data(),
-                            y + s * w.rows + ob, w.rows);
-            }
-        }
-        return;
-    }
-    if (w.group != kB && sw_buf.size() < static_cast<std::size_t>(2 * a.blocks))
-        sw_buf.resize(static_cast<std::size_t>(2 * a.blocks));
+    if (multi) return many_rows(k, w, x, xq, scales_of, begin, end, y);
+    scales_of.reserve(2);
     const TileFn tile = q4 ? k.tile_q4 : k.tile_i8;
-    if (tile && a.rows >= 2) {
-        // Weight rows in pairs against activation rows in pairs; a last odd activation row
-        // goes through dot_*, a last odd weight row through the loop below.
-        const std::int8_t* xt = q4 ? x.q4.data() : a.q.data();
-        auto blocks_of = [&](std::int64_t s, const float* sw) {
-            return Blocks{a.sums.data() + s * a.blocks, sw, a.scales.data() + s * a.blocks, a.blocks};
-        };
-        for (; begin + 2 <= end; begin += 2) {
-            const std::int64_t o = begin;
-            const float* sw[2] = {scales_of(o, 0), scales_of(o + 1, 1)};
-            const std::uint8_t* ws[2] = {reinterpret_cast<const std::uint8_t*>(w.row(o)),
-                                         reinterpret_cast<const std::uint8_t*>(w.row(o + 1))};
-            std::int64_t s = 0;
-            for (; s + 2 <= a.rows; s += 2) {
-                const std::int8_t* xs[2] = {xt + s * a.padded, xt + (s + 1) * a.padded};
-                const Blocks kb[4] = {blocks_of(s, sw[0]), blocks_of(s + 1, sw[0]), blocks_of(s, sw[1]),
-                                      blocks_of(s + 1, sw[1])};
-                float out[4];
-                tile(ws, xs, kb, out);
-                y[s * w.rows + o] = out[0];
-                y[(s + 1) * w.rows + o] = out[1];
-                y[s * w.rows + o + 1] = out[2];
-                y[(s + 1) * w.rows + o + 1] = out[3];
-            }
-            for (; s < a.rows; ++s)
-                for (int r = 0; r < 2; ++r)
-                    y[s * w.rows + o + r] = q4 ? k.dot_q4(ws[r], xt + s * a.padded, blocks_of(s, sw[r]))
-                                               : k.dot_i8(reinterpret_cast<const std::int8_t*>(ws[r]),
-                                                          xt + s * a.padded, blocks_of(s, sw[r]));
-        }
-    }
-    if (unpack && row_buf.size() < static_cast<std::size_t>(a.padded)) row_buf.resize(static_cast<std::size_t>(a.padded));
-    for (std::int64_t o = begin; o < end; ++o) {
-        const float* sw = scales_of(o, 0);
-        const auto* row = reinterpret_cast<const std::uint8_t*>(w.row(o));
-        if (unpack) k.unpack_q4(row, a.padded, row_buf.data());
-        for (std::int64_t s = 0; s < a.rows; ++s) {
-            const Blocks blocks{a.sums.data() + s * a.blocks, sw, a.scales.data() + s * a.blocks, a.blocks};
-            float& out = y[s * w.rows + o];
-            if (!q4) out = k.dot_i8(reinterpret_cast<const std::int8_t*>(row), xq + s * a.padded, blocks);
-            else if (unpack) out = k.dot_i8(row_buf.data(), xq + s * a.padded, blocks);
-            else out = k.dot_q4(row, xq + s * a.padded, blocks);
-        }
-    }
+    if (tile && a.rows >= 2) begin = tile_rows(k, tile, w, x, scales_of, begin, end, y);
+    one_rows(k, w, a, xq, unpack, scales_of, begin, end, y);
 }
 
 }  // namespace inkling::cpu
