@@ -22,13 +22,10 @@
 #include "protocol/cli/cxxopts.h"
 #include <nlohmann/json.hpp>
 
-#include "engine/bench/expert_cache_bench.h"
-#include "engine/bench/kernel_bench.h"
-#include "engine/bench/sampling_bench.h"
-#include "engine/bench/layer_costs.h"
 #include "engine/bench/device_bench.h"
-#include "engine/bench/memory_bandwidth.h"
-#include "engine/bench/serve_bench.h"
+#include "engine/bench/kernel_bench.h"
+#include "engine/bench/model_bench.h"
+#include "engine/bench/sampling_bench.h"
 #include "engine/convert/convert.h"
 #include "engine/convert/report.h"
 #include "engine/cpu/kernels.h"
@@ -43,7 +40,6 @@
 #include "engine/serve/load_progress.h"
 #include "engine/serve/scheduler.h"
 #include "engine/serve/serve_loop.h"
-#include "engine/vulkan/chain_stats.h"
 #include "engine/vulkan/frame.h"
 #include "engine/vulkan/setup.h"
 #include "protocol/binary_stdio.h"
@@ -409,153 +405,37 @@ int cmd_serve(const cxxopts::ParseResult& args) {
     return inkling::serve::serve_stdio(scheduler);
 }
 
-// Prefill and decode speed on one model, against the memory bandwidth measured now.
-// The matmul kernels alone on synthetic weights (no model): int8, int4, bf16.
-int cmd_bench_kernels(const cxxopts::ParseResult& args) {
-    inkling::cpu::ThreadPool pool(args["threads"].as<unsigned>());
-    const auto mb = args["kernel-mb"].as<std::size_t>();
-    const auto shape = inkling::bench::parse_kernel_shape(args["kernel-shape"].as<std::string>());
-    std::cout << inkling::bench::bench_kernels(pool, mb << 20, shape).dump(2) << "\n";
-    return 0;
-}
-
+// `inkling bench`: the kernels alone on synthetic weights (--kernels, --sampling,
+// --device-kernels: no model), or prefill and decode speed on one model (engine/bench/).
 int cmd_bench(const cxxopts::ParseResult& args) {
+    if (args["kernels"].as<bool>()) {
+        inkling::cpu::ThreadPool pool(args["threads"].as<unsigned>());
+        const auto mb = args["kernel-mb"].as<std::size_t>();
+        const auto shape = inkling::bench::parse_kernel_shape(args["kernel-shape"].as<std::string>());
+        std::cout << inkling::bench::bench_kernels(pool, mb << 20, shape).dump(2) << "\n";
+        return 0;
+    }
+    if (args["sampling"].as<bool>()) {
+        std::cout << inkling::bench::bench_sampling().dump(2) << "\n";
+        return 0;
+    }
+    if (args["device-kernels"].as<bool>()) {
+        const int dev = args.count("vk-device") ? args["vk-device"].as<int>() : -1;
+        std::cout << inkling::bench::bench_device_kernels(dev, args["kernel-mb"].as<std::size_t>()).dump(2) << "\n";
+        return 0;
+    }
+    if (!args.count("model")) throw std::runtime_error("--model DIR is required");
     auto model = load_model_as_flags_say(args);
-    const auto& c = model.config;
     inkling::cpu::ThreadPool pool(args["threads"].as<unsigned>());
     inkling::forward::Forward fw(model, pool, cache_for(model, args));
     attach_device(fw, model, args);
-    const int P = args["prompt-tokens"].as<int>(), N = args["decode-tokens"].as<int>();
-    const auto prompt = inkling::bench::pseudo_prompt(c, P, 1);
-    // Warm-up: the first pass pages the weights in from the file.
-    {
-        auto warm = inkling::forward::make_session(c, P + 1);
-        fw.step(warm, prompt, nullptr, false);
-    }
-    // The expert cache's own warm-up (--warm-experts) done too: its figures are a running
-    // server's, not those of one whose reads are still arriving.
-    double cache_warm_s = 0;
-    std::uint64_t cache_warmed = 0;
-    if (auto* cache = fw.expert_cache()) {
-        const auto w0 = Clock::now();
-        cache->wait_warm();
-        cache_warm_s = seconds_since(w0);
-        cache_warmed = cache->counters().warmed;
-    }
-    auto state = inkling::forward::make_session(c, P + N + 1);
-    nlohmann::json j;
-    const auto phases0 = fw.phase_times();
-    auto t0 = Clock::now();
-    auto logits = fw.step(state, prompt, nullptr, false);
-    const double prefill_s = seconds_since(t0);
-    const auto phases1 = fw.phase_times();
-    const std::uint64_t before = fw.weight_bytes_read();
-    auto* cache = fw.expert_cache();
-    // The yardstick right before and right after the decode, divided by their mean: this
-    // VM's read loop moves between two levels (29-37 and 48-61 GB/s on Zen 4) from one
-    // minute to the next, and one measured before a long prefill could be of the other. One
-    // probe for both (its buffer touched once), released before the sessions and reuse runs.
-    std::optional<inkling::bench::ReadBandwidth> probe(std::in_place, std::size_t{2} << 30, pool.size());
-    const double bandwidth_before = probe->measure(5);
-    const auto cache0 = cache ? cache->counters() : inkling::experts::ExpertCache::Counters{};
-    t0 = Clock::now();
-    int decoded = 0;
-    for (; decoded < N; ++decoded) {
-        std::int32_t tok = inkling::sampling::argmax(logits);
-        logits = fw.step(state, std::span(&tok, 1), nullptr, false);
-    }
-    const double decode_s = seconds_since(t0);
-    const double bandwidth_after = probe->measure(5);
-    probe.reset();
-    const double bandwidth = (bandwidth_before + bandwidth_after) / 2;
-    const auto phases2 = fw.phase_times();
-    if (cache) {
-        j["expert_cache"] = inkling::bench::expert_cache_figures(*cache, cache0, decoded, decode_s);
-        j["expert_cache"]["warmed"] = cache_warmed;  // experts the warm-up read
-        j["expert_cache"]["warm_wait_s"] = cache_warm_s;  // waited for it after the first pass
-    }
-    if (fw.chain()) {
-        j["device"] = inkling::vulkan::device_stats(fw.chain(), static_cast<std::uint64_t>(P + decoded));
-        std::fprintf(stderr, "[bench] %s: %.1f device frames a step over %llu steps\n", fw.chain()->device().name.c_str(),
-                     j["device"]["frames_per_step"].get<double>(),
-                     static_cast<unsigned long long>(j["device"]["steps"].get<std::uint64_t>()));
-        if (const auto* prof = fw.chain()->profile()) {
-            // Device time per kernel over the prefill and the decode steps, most first.
-            std::vector<std::pair<std::string, std::pair<double, std::uint64_t>>> rows(prof->ns_and_count.begin(),
-                                                                                         prof->ns_and_count.end());
-            std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
-            double total = 0;
-            for (const auto& r : rows) total += r.second.first;
-            for (const auto& [name, v] : rows) {
-                j["device"]["profile"][name] = {{"ms", v.first / 1e6}, {"count", v.second}};
-                std::fprintf(stderr, "[bench] device time: %-10s %8.2f ms (%4.1f%%) over %llu commands, %.2f us each\n",
-                             name.c_str(), v.first / 1e6, 100.0 * v.first / std::max(total, 1.0),
-                             static_cast<unsigned long long>(v.second), v.first / 1e3 / static_cast<double>(v.second));
-            }
-        }
-    }
-    const double bytes_per_token = static_cast<double>(fw.weight_bytes_read() - before) / std::max(decoded, 1);
-    const double decode_tps = decoded / decode_s;
-    const double achieved = bytes_per_token * decode_tps / 1e9;
-    j["model"] = model.dir.string();
-    j["threads"] = pool.size();
-    j["isa"] = inkling::cpu::isa_name(inkling::cpu::active_isa());
-    j["numerics"] = inkling::cpu::numerics_name(inkling::cpu::active_numerics());
-    j["weights_bytes"] = model.weights.matrix_bytes;
-    j["weights_memory"] = model.tensors.copied() ? "copy" : "map";  // --load-weights, auto resolved
-    j["lane_order"] = inkling::cpu::lane_order_active();             // --lane-order, for this ISA
-    j["memory_bandwidth_gb_s"] = bandwidth;
-    j["memory_bandwidth_before_gb_s"] = bandwidth_before;
-    j["memory_bandwidth_after_gb_s"] = bandwidth_after;
-    j["prefill"] = {{"tokens", P},
-                    {"seconds", prefill_s},
-                    {"tok_s", P / prefill_s},
-                    {"per_layer", inkling::bench::layer_costs(c, phases0, phases1, P)}};
-    j["decode"] = {{"tokens", decoded},
-                   {"seconds", decode_s},
-                   {"tok_s", decode_tps},
-                   {"weight_bytes_per_token", bytes_per_token},
-                   {"achieved_gb_s", achieved},
-                   {"fraction_of_bandwidth", achieved / bandwidth},
-                   {"per_layer", inkling::bench::layer_costs(c, phases1, phases2, decoded)}};
-    // The model's directory and the products' numerics: make bench runs the mid model both ways.
-    const std::string label = model.dir.filename().string() + " (" +
-                              inkling::cpu::numerics_name(inkling::cpu::active_numerics()) + " numerics)";
-    if (args.count("sessions")) {
-        std::vector<int> counts;
-        std::stringstream ss(args["sessions"].as<std::string>());
-        for (std::string n; std::getline(ss, n, ',');) counts.push_back(std::stoi(n));
-        fw.set_chain(nullptr);  // the device's memory to the sessions' forward
-        j["sessions"] = inkling::bench::bench_sessions(model, pool, counts, N, [&](inkling::forward::Forward& sf) {
-            attach_device(sf, model, args);
-        });
-        for (const auto& row : j["sessions"])
-            std::fprintf(stderr, "[bench] %s: %d sessions decode %.1f tok/s in all (%.2fx one session)\n",
-                         label.c_str(), row["sessions"].get<int>(), row["aggregate_tok_s"].get<double>(),
-                         row["ratio_to_first"].get<double>());
-    }
-    if (args["reuse-tokens"].as<int>() > 0) {
-        j["reuse"] = inkling::bench::bench_reuse(model, pool, args["reuse-tokens"].as<int>());
-        std::fprintf(stderr, "[bench] %s: time to first token on a %d-token follow-up: %.0f ms reused vs %.0f ms cold (%.1fx)\n",
-                     model.dir.filename().string().c_str(), j["reuse"]["conversation_tokens"].get<int>(),
-                     j["reuse"]["ttft_ms_reused"].get<double>(), j["reuse"]["ttft_ms_cold"].get<double>(),
-                     j["reuse"]["speedup"].get<double>());
-        const auto& r = j["regenerate"] = inkling::bench::bench_regenerate(model, pool, args["reuse-tokens"].as<int>());
-        std::fprintf(stderr,
-                     "[bench] %s: regenerating the last turn of a %d-token, %d-message conversation (CPU, %u threads): "
-                     "time to first token %.1f ms from the last turn boundary's snapshot (%s tokens reused) vs %.1f ms "
-                     "cold = %.3fx cold (goal <= 0.1x); first token %s\n",
-                     model.dir.filename().string().c_str(), r["conversation_tokens"].get<int>(), r["messages"].get<int>(),
-                     pool.size(), r["ttft_ms_reused"].get<double>(), r["reused_tokens"].get<std::string>().c_str(),
-                     r["ttft_ms_cold"].get<double>(), r["ratio"].get<double>(),
-                     r["same_first_token"].get<bool>() ? "equal" : "DIFFERENT");
-    }
-    std::cout << j.dump(2) << "\n";
-    std::fprintf(stderr,
-                 "[bench] %s: prefill %.1f tok/s; decode %.1f tok/s x %.1f MB/token = %.2f GB/s = %.0f%% of the "
-                 "%.2f GB/s measured (%.2f before the decode, %.2f after)\n",
-                 label.c_str(), P / prefill_s, decode_tps, bytes_per_token / 1e6, achieved,
-                 100.0 * achieved / bandwidth, bandwidth, bandwidth_before, bandwidth_after);
+    inkling::bench::ModelBenchOptions o;
+    o.prompt_tokens = args["prompt-tokens"].as<int>();
+    o.decode_tokens = args["decode-tokens"].as<int>();
+    if (args.count("sessions")) o.sessions = inkling::bench::parse_session_counts(args["sessions"].as<std::string>());
+    o.reuse_tokens = args["reuse-tokens"].as<int>();
+    inkling::bench::bench_model(model, pool, fw, o,
+                                [&](inkling::forward::Forward& sf) { attach_device(sf, model, args); }, std::cout);
     return 0;
 }
 
@@ -607,20 +487,10 @@ int main(int argc, char** argv) {
         if (!known) throw std::runtime_error("unknown command '" + cmd + "' (run, serve, eval, info, bench)");
         cli::check_applies(args, program, cmd);
         apply_common(args, cmd);
-        if (cmd == "bench" && args["kernels"].as<bool>()) return cmd_bench_kernels(args);
-        if (cmd == "bench" && args["sampling"].as<bool>()) {
-            std::cout << inkling::bench::bench_sampling().dump(2) << "\n";
-            return 0;
-        }
-        if (cmd == "bench" && args["device-kernels"].as<bool>()) {
-            const int dev = args.count("vk-device") ? args["vk-device"].as<int>() : -1;
-            std::cout << inkling::bench::bench_device_kernels(dev, args["kernel-mb"].as<std::size_t>()).dump(2) << "\n";
-            return 0;
-        }
+        if (cmd == "bench") return cmd_bench(args);
         if (!args.count("model")) throw std::runtime_error("--model DIR is required");
         if (cmd == "run") return cmd_run(args);
         if (cmd == "info") return cmd_info(args);
-        if (cmd == "bench") return cmd_bench(args);
         if (cmd == "serve") return cmd_serve(args);
         return cmd_eval(args);
     } catch (const cxxopts::exceptions::exception& e) {

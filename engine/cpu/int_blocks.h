@@ -1,5 +1,5 @@
 // The per-block inputs of one integer product row (engine/cpu/int_kernels.h's pattern), shared
-// by the generic kernels (int_kernels.cpp) and the per-architecture ones (arm64/).
+// by the generic kernels (int_kernels.cpp) and the per-architecture ones (x86/, arm64/).
 #pragma once
 
 #include <cstdint>

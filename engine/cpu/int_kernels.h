@@ -22,10 +22,11 @@
 // leaves them for VNNI, give the 16 block sums straight from dpbusd, with no reduction:
 // rows_i8_lanes_vnni, rows_q4_lanes_vnni) — and from 24 activation rows on takes 16
 // weight rows at once, a lane each, the 16 accumulators of a row then 16 vectors (the blocks'
-// sums need no horizontal reduction: int_kernels.cpp, lanes_vnni); AVX2 keeps two ymm (blocks
-// b%16 < 8 and ≥ 8) and handles 8 a step, likewise for up to four activation rows per weight
-// load (int8 magnitudes and int4 nibbles prepared once); the integer sums inside may be formed
-// in any order, being exact. ARM64 (engine/cpu/arm64/int_kernels.cpp): NEON widening
+// sums need no horizontal reduction: lanes_vnni); AVX2 keeps two ymm (blocks b%16 < 8 and
+// ≥ 8) and handles 8 a step, likewise for up to four activation rows per weight load (int8
+// magnitudes and int4 nibbles prepared once); the integer sums inside may be formed in any
+// order, being exact (engine/cpu/x86/int_kernels_avx2.cpp, int_kernels_avx512.cpp). ARM64
+// (engine/cpu/arm64/int_kernels.cpp): NEON widening
 // multiplies, SDOT where the CPU has FEAT_DotProd, and SMMLA tiles of 2 weight rows × 2
 // activation rows where it has FEAT_I8MM; each forms the block sums exactly and then the same
 // float pattern.

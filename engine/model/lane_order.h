@@ -4,7 +4,7 @@
 // column order, a 64-byte vector holds two int8 blocks or four int4 ones, so `vpdpbusd`
 // leaves each block's sum spread over eight (int8) or four (int4) 32-bit lanes, and bringing
 // 16 blocks' sums together takes shuffles and adds: ~22 operations int8, ~10 int4
-// (engine/cpu/int_kernels.cpp). In the lane order, each full group of 16 blocks is stored
+// (engine/cpu/x86/int_kernels_avx512.cpp). In the lane order, each full group of 16 blocks is stored
 // word-transposed: the 4-byte word k of block j of a group sits at byte 64·k + 4·j of the
 // group. Then lane j of every vector of the group belongs to block j, and the `vpdpbusd` of a
 // group (eight int8; four int4, each twice: low and high nibbles) add up the 16 block sums in
